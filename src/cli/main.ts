@@ -1,0 +1,87 @@
+import { readFileSync } from 'node:fs';
+import { parseCommandLine, usage, type ProgramSpec } from './args.js';
+import { EXIT, HostError } from './exit.js';
+import type { CommandContext } from './context.js';
+
+export type Command = (ctx: CommandContext) => Promise<number>;
+/** Commands load lazily, so `--version` and `--help` import nothing heavy. */
+export type CommandTable = Record<string, () => Promise<Command>>;
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** Parses, dispatches, and turns every ending into an exit status. Sets process.exitCode; never exits abruptly. */
+export async function runProgram(spec: ProgramSpec, commands: CommandTable, argv: readonly string[]): Promise<number> {
+  const code = await dispatch(spec, commands, argv);
+  process.exitCode = code;
+  return code;
+}
+
+async function dispatch(spec: ProgramSpec, commands: CommandTable, argv: readonly string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseCommandLine(spec, argv);
+  } catch (err) {
+    if (err instanceof HostError) {
+      process.stderr.write(`${spec.name}: ${err.message}\n${usage(spec, commandIn(spec, argv))}\n`);
+      return err.exitCode;
+    }
+    throw err;
+  }
+  if (parsed.kind === 'help') {
+    process.stdout.write(`${usage(spec, parsed.command)}\n`);
+    return EXIT.ok;
+  }
+  if (parsed.kind === 'version') {
+    process.stdout.write(`${spec.name} ${version()}\n`);
+    return EXIT.ok;
+  }
+  const json = parsed.flags.json === true;
+  const load = commands[parsed.command];
+  if (!load) {
+    process.stderr.write(`${spec.name}: '${parsed.command}' is not implemented yet\n`);
+    return EXIT.usage;
+  }
+  const [{ createLogger, LOG_LEVELS }, { systemRunner }, { systemClock }] = await Promise.all([
+    import('../system/log.js'),
+    import('../system/runner.js'),
+    import('../system/clock.js'),
+  ]);
+  const level = typeof parsed.flags['log-level'] === 'string' ? parsed.flags['log-level'] : 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) {
+    process.stderr.write(`${spec.name}: --log-level must be one of ${LOG_LEVELS.join(', ')}\n${usage(spec, parsed.command)}\n`);
+    return EXIT.usage;
+  }
+  // Under --json, stdout carries exactly one document: logs step aside to stderr.
+  const stream = json ? 'stderr' : 'stdout';
+  const log = createLogger({ level, stream, pretty: Boolean(process[stream].isTTY) });
+  const ctx: CommandContext = {
+    args: parsed.args,
+    flags: parsed.flags,
+    json,
+    log,
+    runner: systemRunner(),
+    clock: systemClock,
+    print: (text) => void process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
+  };
+  try {
+    const command = await load();
+    return await command(ctx);
+  } catch (err) {
+    if (err instanceof HostError) {
+      const lines = [err.message, ...err.details.map((d) => `  ${d}`)];
+      process.stderr.write(`${spec.name}: ${lines.join('\n')}\n`);
+      if (json) ctx.print(JSON.stringify({ error: { message: err.message, details: err.details, exit: err.exitCode } }, null, 2));
+      return err.exitCode;
+    }
+    log.fatal({ err }, 'unexpected failure');
+    process.stderr.write(`${spec.name}: unexpected failure: ${(err as Error).stack ?? String(err)}\n`);
+    return EXIT.failed;
+  }
+}
+
+function commandIn(spec: ProgramSpec, argv: readonly string[]): string | undefined {
+  return argv.find((a) => a in spec.commands);
+}

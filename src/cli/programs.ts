@@ -1,0 +1,52 @@
+import type { OptionSpec, ProgramSpec } from './args.js';
+
+const options: Record<string, OptionSpec> = {
+  json: { type: 'boolean', help: 'machine-readable output on stdout (logs go to stderr)' },
+  'log-level': { type: 'string', value: 'LEVEL', help: 'fatal, error, warn, info, debug or trace (default info)' },
+  'state-dir': { type: 'string', value: 'DIR', help: 'the state directory (default /var/lib/mesh-host)' },
+  config: { type: 'string', value: 'FILE', help: 'the configuration (default /etc/mesh-host/host.json)' },
+  root: { type: 'string', value: 'DIR', help: 'take every declared path inside DIR (a scratch tree)' },
+  'dry-run': { type: 'boolean', help: 'print the plan and change nothing' },
+  mode: { type: 'string', value: 'MODE', help: 'adopted or converged' },
+  format: { type: 'string', value: 'FORMAT', help: 'mermaid, dot or json' },
+  out: { type: 'string', value: 'DIR', help: 'where to write' },
+  key: { type: 'string', value: 'FILE', help: 'the signing key (an operator nkey seed file)' },
+  server: { type: 'string', value: 'URL', help: 'a NATS server (default nats://127.0.0.1:4222)' },
+  creds: { type: 'string', value: 'FILE', help: 'a NATS credentials file' },
+  node: { type: 'string', value: 'NODE', help: 'a node id' },
+  follow: { type: 'boolean', help: 'keep following' },
+};
+
+const globals = ['json', 'log-level'];
+const hostGlobals = [...globals, 'state-dir', 'config', 'root'];
+
+export const meshHostProgram: ProgramSpec = {
+  name: 'mesh-host',
+  summary: 'Converges this machine to the declaration the mesh sent, verifies it, keeps a record, reports.',
+  options,
+  globals: hostGlobals,
+  commands: {
+    inventory: { summary: 'capabilities with reason and method, and links', args: [], options: [] },
+    apply: { summary: 'apply a declaration from a file (a machine the mesh has not spoken to)', args: ['FILE'], options: ['dry-run'] },
+    status: { summary: 'mode, last applied, report sequence, footprint, held, last outcome', args: [], options: [] },
+    genesis: { summary: 'enrol this machine from a genesis bundle', args: ['BUNDLE'], options: ['mode', 'dry-run'] },
+    reconcile: { summary: 'apply what the mesh last said again', args: [], options: ['dry-run'] },
+    run: { summary: 'the daemon: link, reconcile timer, worker, outbox', args: [], options: [] },
+    chart: { summary: 'the lifecycle machine, for review', args: [], options: ['format'] },
+  },
+};
+
+export const meshctlProgram: ProgramSpec = {
+  name: 'meshctl',
+  summary: 'The control side of the mesh: keys, signing, genesis bundles, sending declarations, reading reports.',
+  options,
+  globals,
+  commands: {
+    keygen: { summary: 'make an operator key pair in DIR', args: [], options: ['out'] },
+    sign: { summary: 'sign a declaration; prints the envelope', args: ['FILE'], options: ['key'] },
+    bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'server', 'creds', 'out'] },
+    send: { summary: 'put a declaration into the mesh for NODE', args: ['NODE', 'FILE'], options: ['key', 'server', 'creds'] },
+    reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'server', 'creds'] },
+    status: { summary: 'ask a host for its status', args: ['NODE'], options: ['server', 'creds'] },
+  },
+};
