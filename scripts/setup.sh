@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what mesh-host and its tests need on a fresh Debian machine, as root: the real components
+# the tests start (systemd-container, nats-server, nftables, iproute2, strace, graphviz), then the
+# package itself with `npm ci` (which builds dist/ in `prepare`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for pair in systemd-nspawn:systemd-container nats-server:nats-server nft:nftables ip:iproute2 strace:strace dot:graphviz nsenter:util-linux; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+else
+  npm run --silent build
+fi

@@ -1,0 +1,110 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import type { CommandRunner, RunResult } from '../../src/system/runner.js';
+import { systemRunner } from '../../src/system/runner.js';
+
+/**
+ * A real systemd, booted in a container over this machine's own root (DESIGN §11, NOTES.md):
+ * `systemd-nspawn --volatile=yes -D /` gives it a throwaway root, so nothing it does reaches the host.
+ */
+export interface SystemdContainer {
+  name: string;
+  /** PID (in our namespace) of the container's systemd. */
+  initPid: number;
+  /** Runs a command inside the container, in all of its namespaces. */
+  runner: CommandRunner;
+  exec(command: string, args?: string[], timeoutMs?: number): Promise<RunResult>;
+  stop(): Promise<void>;
+}
+
+export interface ContainerOptions {
+  /** Host folders made visible inside at the same path (the project, a scratch folder). */
+  binds?: string[];
+  bootTimeoutMs?: number;
+}
+
+let counter = 0;
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+/** Why a container cannot run here, or undefined when it can. */
+export function containerUnavailable(): string | undefined {
+  if (process.getuid?.() !== 0) return 'systemd-nspawn needs root';
+  const probe = spawnSync('systemd-nspawn', ['--version'], { encoding: 'utf8' });
+  if (probe.error) return 'systemd-nspawn is not installed (apt-get install systemd-container)';
+  return undefined;
+}
+
+function childOf(pid: number): number | undefined {
+  try {
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+    return children.length ? Number(children[0]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+  });
+}
+
+export async function startSystemdContainer(options: ContainerOptions = {}): Promise<SystemdContainer> {
+  const name = `mhtest-${process.pid}-${++counter}`;
+  const bootTimeoutMs = options.bootTimeoutMs ?? 45_000;
+  const args = [
+    '-D', '/', '--volatile=yes', '-M', name, '--register=no', '--keep-unit', '--console=passive',
+    ...(options.binds ?? []).map((dir) => `--bind=${dir}`),
+    '-b', 'systemd.firstboot=off',
+  ];
+  const nspawn = spawn('systemd-nspawn', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  live.add(nspawn);
+  let log = '';
+  nspawn.stdout.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
+  nspawn.stderr.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
+
+  const outer = systemRunner();
+  let initPid: number | undefined;
+  const stop = async () => {
+    if (nspawn.exitCode === null && nspawn.signalCode === null) {
+      // SIGTERM asks nspawn to power the container off; SIGKILL if it does not within a bound.
+      nspawn.kill('SIGTERM');
+      const timer = setTimeout(() => nspawn.kill('SIGKILL'), 10_000);
+      await exited(nspawn);
+      clearTimeout(timer);
+    }
+    live.delete(nspawn);
+  };
+  const exec = (command: string, cmdArgs: string[] = [], timeoutMs = 30_000) => {
+    if (initPid === undefined) throw new Error(`container ${name} is not booted`);
+    return outer.run('nsenter', ['-t', String(initPid), '-a', command, ...cmdArgs], { timeoutMs });
+  };
+
+  const deadline = Date.now() + bootTimeoutMs;
+  try {
+    for (;;) {
+      if (nspawn.exitCode !== null || nspawn.signalCode !== null) {
+        throw new Error(`systemd-nspawn exited (${nspawn.exitCode ?? nspawn.signalCode}) before booting:\n${log}`);
+      }
+      if (Date.now() > deadline) throw new Error(`container ${name} did not boot within ${bootTimeoutMs} ms:\n${log}`);
+      initPid ??= nspawn.pid === undefined ? undefined : childOf(nspawn.pid);
+      if (initPid !== undefined) {
+        const state = await exec('systemctl', ['is-system-running'], 5000);
+        // `starting` until boot ends; `running` or `degraded` once it has.
+        if (['running', 'degraded'].includes(state.stdout.trim())) break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const runner: CommandRunner = {
+    run: (command, cmdArgs, runOptions) => outer.run('nsenter', ['-t', String(initPid), '-a', command, ...cmdArgs], runOptions),
+  };
+  return { name, initPid, runner, exec, stop };
+}
