@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { usageError } from './exit.js';
+import { usageError } from '../system/errors.js';
 
 export interface OptionSpec {
   type: 'boolean' | 'string';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseCommandLine, usage, type ProgramSpec } from './args.js';
-import { EXIT, HostError } from './exit.js';
+import { EXIT, HostError } from '../system/errors.js';
 import type { CommandContext } from './context.js';
 
 export type Command = (ctx: CommandContext) => Promise<number>;

@@ -1,0 +1,147 @@
+import { join } from 'node:path';
+import type { Received } from '../declaration/load.js';
+import type { Mode } from '../declaration/schema.js';
+import type { Accounts } from '../resources/accounts.js';
+import { applyPlan, planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
+import { RootedFs } from '../resources/rooted-fs.js';
+import type { ConvergeContext, StepResult } from '../resources/types.js';
+import type { Facts, Plan, Report, Trigger } from '../report/report.js';
+import type { Store } from '../store/store.js';
+import type { Origin } from '../store/state.js';
+import type { Clock } from '../system/clock.js';
+import type { Logger } from '../system/log.js';
+import { orderProblem } from './order.js';
+import { sayApplyDetail } from './say.js';
+
+/** Everything an apply needs from the host, passed in. */
+export interface HostEnv {
+  node: string;
+  root: string;
+  stateDir: string;
+  store: Store;
+  log: Logger;
+  clock: Clock;
+  accounts: Accounts;
+  handlers: HandlerTable;
+  /** The facts a report carries (links, filters…); an apply from a file may know none. */
+  facts?: () => Promise<Partial<Facts>>;
+}
+
+export interface ApplyRequest {
+  received: Received;
+  origin: Origin;
+  trigger: Trigger;
+  dryRun: boolean;
+  /** Only a signed declaration the link delivers may change the recorded mode. */
+  mayChangeMode: boolean;
+  /** Called with the plan before anything is touched (it is printed first). */
+  onPlan?: (plan: Plan) => void;
+}
+
+export type ApplyResult =
+  | { kind: 'planned'; plan: Plan }
+  | { kind: 'applied'; plan: Plan; report: Report }
+  | { kind: 'refused'; reason: string; details: string[]; plan?: Plan; report?: Report };
+
+const OTHER_MODE_ACT: Record<Mode, string> = { adopted: 'adopt', converged: 'converge' };
+
+/** The modes must agree unless the link delivered it; refusal names both and the act that changes it. */
+export function modeProblem(recorded: Mode | undefined, declared: Mode, mayChange: boolean): string | undefined {
+  if (recorded === undefined || recorded === declared || mayChange) return undefined;
+  return `the declaration says ${declared}, but this machine is recorded ${recorded}; only a signed declaration the mesh delivers changes the mode (the mesh's '${OTHER_MODE_ACT[declared]}' act)`;
+}
+
+/**
+ * The one apply path: every way a declaration reaches the machine (a file, genesis, a reconcile,
+ * the link) comes through here. It checks order and mode, plans (the check alone), refuses a plan
+ * that cannot be applied as the machine stands, applies in order, saves the store even when the
+ * apply failed, and makes exactly one report.
+ */
+export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Promise<ApplyResult> {
+  const { declaration, digest } = request.received;
+  const { store } = env;
+  const startedAt = env.clock.now().toISOString();
+
+  const refusal = orderProblem(declaration, digest, store.state.lastApplied) ?? modeProblem(store.state.mode, declaration.mode, request.mayChangeMode);
+  if (refusal) return { kind: 'refused', reason: refusal, details: [] };
+
+  const fs = new RootedFs(env.root);
+  try {
+    const ctx: ConvergeContext = {
+      fs,
+      store,
+      accounts: env.accounts,
+      log: env.log,
+      origin: request.origin,
+      mode: declaration.mode,
+      takenDir: join(env.stateDir, 'taken'),
+      now: () => env.clock.now().toISOString(),
+      removing: new Set(),
+      changedFiles: new Set(),
+      changedPaths: new Set(),
+    };
+    const planned = await planDeclaration(declaration, ctx, env.handlers);
+    const plan: Plan = { steps: planSteps(planned) };
+    request.onPlan?.(plan);
+    if (planned.problems.length > 0) {
+      return {
+        kind: 'refused',
+        plan,
+        reason: `the plan cannot be applied as the machine stands (${planned.problems.length} problem${planned.problems.length === 1 ? '' : 's'}); nothing was touched`,
+        details: planned.problems.map((p) => `${p.resource} (${p.target}): ${p.message}`),
+      };
+    }
+    if (request.dryRun) return { kind: 'planned', plan };
+
+    const said: string[] = [];
+    if (store.state.mode !== declaration.mode) {
+      said.push(store.state.mode === undefined ? `mode recorded: ${declaration.mode}` : `mode changed by the mesh: ${store.state.mode} → ${declaration.mode}`);
+    }
+    const outcome = await applyPlan(planned, ctx, env.handlers);
+    const heldSteps = outcome.steps.filter((s) => s.status === 'held');
+    const finishedAt = env.clock.now().toISOString();
+    const facts = await env.facts?.();
+    let report!: Report;
+    store.update((state) => {
+      state.mode = declaration.mode;
+      state.held = heldSteps.map((s) => ({ id: s.resource, target: s.target, reason: s.detail ?? 'held' }));
+      state.lastApplied = {
+        ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }),
+        sequence: declaration.sequence,
+        digest,
+        at: finishedAt,
+      };
+      state.reportSequence += 1;
+      report = {
+        node: env.node,
+        sequence: state.reportSequence,
+        trigger: request.trigger,
+        declaration: { ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest },
+        mode: declaration.mode,
+        outcome: outcome.error ? 'failed' : 'converged',
+        ...(outcome.error ? { error: outcome.error } : {}),
+        steps: outcome.steps,
+        said: [...said, ...saidOf(outcome.steps)],
+        facts: { held: state.held, links: facts?.links ?? [], filters: facts?.filters ?? [], foundFirewall: facts?.foundFirewall ?? null },
+        startedAt,
+        finishedAt,
+      };
+      state.lastOutcome = {
+        outcome: report.outcome,
+        at: finishedAt,
+        reportSequence: report.sequence,
+        ...(outcome.error ? { message: `${outcome.error.resource}: ${outcome.error.message}` } : {}),
+      };
+    });
+    // Saved even when the apply failed: what was applied before the failure is on the machine.
+    store.save();
+    sayApplyDetail(env.log, report);
+    return { kind: 'applied', plan, report };
+  } finally {
+    fs.close();
+  }
+}
+
+function saidOf(steps: StepResult[]): string[] {
+  return steps.filter((s) => s.detail && s.status !== 'unchanged' && s.status !== 'skipped' && s.status !== 'failed').map((s) => `${s.target}: ${s.detail}`);
+}

@@ -1,0 +1,37 @@
+import { output, type CommandContext } from '../context.js';
+import { EXIT } from '../../system/errors.js';
+import { withHost } from '../host.js';
+
+/** `mesh-host status`: mode, last applied, report sequence, footprint, held, last outcome. */
+export async function statusCommand(ctx: CommandContext): Promise<number> {
+  return withHost(ctx, 'status', async (host) => {
+    const s = host.store.state;
+    const records = Object.values(s.records);
+    const status = {
+      node: host.config.node,
+      mode: s.mode ?? null,
+      enrolled: s.genesisDigest !== undefined,
+      meshHasSpoken: host.hasKeptDeclaration,
+      lastApplied: s.lastApplied ?? null,
+      reportSequence: s.reportSequence,
+      lastOutcome: s.lastOutcome ?? null,
+      footprint: records,
+      held: s.held,
+      refusals: s.refusals,
+    };
+    output(ctx, status, () =>
+      [
+        `node:            ${status.node}`,
+        `mode:            ${status.mode ?? 'none recorded'}`,
+        `last applied:    ${s.lastApplied ? `sequence ${s.lastApplied.sequence}${s.lastApplied.epoch !== undefined ? `, epoch ${s.lastApplied.epoch}` : ''}, ${s.lastApplied.digest}, at ${s.lastApplied.at}` : 'nothing yet'}`,
+        `report sequence: ${s.reportSequence}`,
+        `last outcome:    ${s.lastOutcome ? `${s.lastOutcome.outcome} at ${s.lastOutcome.at}${s.lastOutcome.message ? ` (${s.lastOutcome.message})` : ''}` : 'none'}`,
+        `footprint:       ${records.length} record${records.length === 1 ? '' : 's'}`,
+        ...records.map((r) => `  ${r.type.padEnd(9)} ${r.id.padEnd(20)} ${r.target}${r.created ? '' : ' (taken)'} [${r.origin}]`),
+        `held:            ${s.held.length}`,
+        ...s.held.map((h) => `  ${h.target} (${h.id}): ${h.reason}`),
+      ].join('\n'),
+    );
+    return EXIT.ok;
+  });
+}

@@ -1,0 +1,61 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { loadConfig, type HostConfig } from '../config/config.js';
+import { acquireLock, type HeldLock } from '../store/lock.js';
+import { Store } from '../store/store.js';
+import { BASE_HANDLERS } from '../resources/converge.js';
+import { systemAccounts } from '../resources/accounts.js';
+import type { HostEnv } from '../apply/apply.js';
+import { DEFAULT_CONFIG, DEFAULT_STATE_DIR, stringFlag, type CommandContext } from './context.js';
+
+export const KEPT_DECLARATION = 'declared.json';
+
+export interface HostPaths {
+  stateDir: string;
+  configPath: string;
+  root: string;
+}
+
+export function hostPaths(ctx: CommandContext): HostPaths {
+  return {
+    stateDir: resolve(stringFlag(ctx.flags, 'state-dir') ?? DEFAULT_STATE_DIR),
+    configPath: resolve(stringFlag(ctx.flags, 'config') ?? DEFAULT_CONFIG),
+    root: resolve(stringFlag(ctx.flags, 'root') ?? '/'),
+  };
+}
+
+export interface OpenHost {
+  paths: HostPaths;
+  config: HostConfig;
+  store: Store;
+  env: HostEnv;
+  hasKeptDeclaration: boolean;
+}
+
+/**
+ * Takes the lock, opens the store (cleaning leftovers under the lock) and runs a command against it;
+ * the lock is released however the command ends.
+ */
+export async function withHost<T>(ctx: CommandContext, command: string, run: (host: OpenHost) => Promise<T>): Promise<T> {
+  const paths = hostPaths(ctx);
+  const { config } = loadConfig(paths.configPath);
+  const { ensureStateDir } = await import('../store/store.js');
+  ensureStateDir(paths.stateDir);
+  const lock: HeldLock = await acquireLock(paths.stateDir, { command: `mesh-host ${command}` });
+  try {
+    const store = Store.open(paths.stateDir, ctx.log);
+    const env: HostEnv = {
+      node: config.node,
+      root: paths.root,
+      stateDir: paths.stateDir,
+      store,
+      log: ctx.log,
+      clock: ctx.clock,
+      accounts: systemAccounts(),
+      handlers: BASE_HANDLERS,
+    };
+    return await run({ paths, config, store, env, hasKeptDeclaration: existsSync(join(paths.stateDir, KEPT_DECLARATION)) });
+  } finally {
+    lock.release();
+  }
+}

@@ -1,0 +1,47 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { cannotStart } from '../system/errors.js';
+
+/** /etc/mesh-host/host.json: written by genesis from the bundle, edited by operators. */
+export interface HostConfig {
+  node: string;
+  /** The control plane's public key (an operator nkey, O…), pinned at genesis. */
+  publicKey?: string;
+  servers: string[];
+  creds?: string;
+  nkeySeed?: string;
+  tls?: { ca?: string; cert?: string; key?: string };
+  reconcileIntervalMs: number;
+  verifyPauseMs: number;
+  /** Forces the service manager instead of taking it from the inventory. */
+  serviceManager?: 'systemd' | 'openrc';
+}
+
+export const DEFAULTS = { reconcileIntervalMs: 5 * 60_000, verifyPauseMs: 1500 } as const;
+
+/** The configuration, or defaults when there is none yet (before genesis the node id is the host name). */
+export function loadConfig(path: string): { config: HostConfig; found: boolean } {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      return { config: { node: defaultNodeId(), servers: [], ...DEFAULTS }, found: false };
+    }
+    throw cannotStart(`the configuration ${path} cannot be read: ${(err as NodeJS.ErrnoException).code}`);
+  }
+  let value: Partial<HostConfig>;
+  try {
+    value = JSON.parse(text) as Partial<HostConfig>;
+  } catch (err) {
+    throw cannotStart(`the configuration ${path} is not JSON: ${(err as Error).message}`);
+  }
+  const config: HostConfig = { node: defaultNodeId(), servers: [], ...DEFAULTS, ...value };
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(config.node)) throw cannotStart(`the configuration ${path}: node '${config.node}' is not a node id ([A-Za-z0-9_-]{1,64})`);
+  return { config, found: true };
+}
+
+/** The host name, made into a node id. */
+export function defaultNodeId(): string {
+  return hostname().split('.')[0]!.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 64) || 'node';
+}

@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+import { createOperator, fromPublic, fromSeed } from '@nats-io/nkeys';
+
+/** What the link and genesis carry: Ed25519 (an operator nkey) over the payload bytes. */
+export interface Envelope {
+  payload: string;
+  key: string;
+  signature: string;
+}
+
+export function digestOf(bytes: Uint8Array): string {
+  return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+}
+
+export function isEnvelope(value: unknown): value is Envelope {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const keys = Object.keys(value).sort();
+  return keys.length === 3 && keys[0] === 'key' && keys[1] === 'payload' && keys[2] === 'signature';
+}
+
+export function sign(payload: Uint8Array, seed: string): Envelope {
+  const pair = fromSeed(new TextEncoder().encode(seed.trim()));
+  return {
+    payload: Buffer.from(payload).toString('base64'),
+    key: pair.getPublicKey(),
+    signature: Buffer.from(pair.sign(payload)).toString('base64'),
+  };
+}
+
+export type Opened = { ok: true; payload: Buffer; key: string } | { ok: false; reason: string };
+
+/**
+ * Checks the signature before anything reads the payload. With a pinned key the envelope must be
+ * signed by it; without one, only that the envelope is consistent with the key it names.
+ */
+export function openEnvelope(envelope: Envelope, pinnedKey?: string): Opened {
+  if (typeof envelope.payload !== 'string' || typeof envelope.key !== 'string' || typeof envelope.signature !== 'string') {
+    return { ok: false, reason: 'the envelope fields payload, key and signature must be strings' };
+  }
+  if (pinnedKey !== undefined && envelope.key !== pinnedKey) {
+    return { ok: false, reason: `signed by key ${envelope.key}, but the pinned key is ${pinnedKey}` };
+  }
+  const payload = Buffer.from(envelope.payload, 'base64');
+  const signature = Buffer.from(envelope.signature, 'base64');
+  let valid: boolean;
+  try {
+    valid = fromPublic(envelope.key).verify(payload, signature);
+  } catch (err) {
+    return { ok: false, reason: `the key ${envelope.key} is not an operator public key: ${(err as Error).message}` };
+  }
+  if (!envelope.key.startsWith('O')) return { ok: false, reason: `the key ${envelope.key} is not an operator key (O…)` };
+  if (!valid) return { ok: false, reason: `the signature does not match the payload for key ${envelope.key}` };
+  return { ok: true, payload, key: envelope.key };
+}
+
+export interface KeyPairFiles {
+  seed: string;
+  publicKey: string;
+}
+
+export function newOperatorKey(): KeyPairFiles {
+  const pair = createOperator();
+  return { seed: new TextDecoder().decode(pair.getSeed()), publicKey: pair.getPublicKey() };
+}

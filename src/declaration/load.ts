@@ -1,0 +1,90 @@
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { refused } from '../system/errors.js';
+import type { Declaration } from './schema.js';
+import { digestOf, isEnvelope, openEnvelope } from './envelope.js';
+import { validateDeclaration, type Problem } from './validate.js';
+
+/** A declaration over this size is refused before it is parsed. */
+export const MAX_DECLARATION_BYTES = 64 * 1024 * 1024;
+
+export interface Received {
+  declaration: Declaration;
+  /** `sha256:` of the payload bytes (the signed bytes for an envelope, the file for a plain one). */
+  digest: string;
+  /** The key that signed it, when it came in an envelope. */
+  signedBy?: string;
+  /** Exactly the bytes received (the envelope's, when signed). */
+  bytes: Buffer;
+}
+
+export interface ReceiveOptions {
+  pinnedKey?: string;
+  node?: string;
+  /** Refuse a plain declaration: only a signed envelope will do (the link, genesis). */
+  requireSignature?: boolean;
+  /** Names the source in refusals: a file path, "the bundle", "the kept declaration". */
+  source: string;
+}
+
+function refuseProblems(source: string, problems: Problem[]): never {
+  throw refused(
+    `${source}: declaration refused (${problems.length} problem${problems.length === 1 ? '' : 's'}); nothing was touched`,
+    problems.map((p) => `${p.path}: ${p.message}`),
+  );
+}
+
+function parseJson(bytes: Buffer, source: string, what: string): unknown {
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    throw refused(`${source}: ${what} is not JSON: ${(err as Error).message}; nothing was touched`);
+  }
+}
+
+/** From bytes to a checked declaration: size, signature (before the payload is parsed), schema. */
+export function receiveDeclaration(bytes: Buffer, options: ReceiveOptions): Received {
+  if (bytes.length > MAX_DECLARATION_BYTES) {
+    throw refused(`${options.source}: ${bytes.length} bytes is over the bound of ${MAX_DECLARATION_BYTES}; not parsed, nothing was touched`);
+  }
+  const outer = parseJson(bytes, options.source, 'the document');
+  let payload = bytes;
+  let signedBy: string | undefined;
+  if (isEnvelope(outer)) {
+    const opened = openEnvelope(outer, options.pinnedKey);
+    if (!opened.ok) throw refused(`${options.source}: signature refused: ${opened.reason}; nothing was touched`);
+    payload = opened.payload;
+    signedBy = opened.key;
+  } else if (options.requireSignature) {
+    throw refused(`${options.source}: not a signed envelope ({payload, key, signature}); nothing was touched`);
+  }
+  const value = signedBy === undefined ? outer : parseJson(payload, options.source, 'the signed payload');
+  const validated = validateDeclaration(value, options.node === undefined ? {} : { node: options.node });
+  if (!validated.ok) refuseProblems(options.source, validated.problems);
+  return { declaration: validated.declaration, digest: digestOf(payload), bytes, ...(signedBy ? { signedBy } : {}) };
+}
+
+/** Reads a declaration file, refusing one over the bound before reading it whole. */
+export function readDeclarationFile(path: string): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    throw refused(`${path}: cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size > MAX_DECLARATION_BYTES) {
+      throw refused(`${path}: ${size} bytes is over the bound of ${MAX_DECLARATION_BYTES}; not parsed, nothing was touched`);
+    }
+    const buffer = Buffer.alloc(size);
+    let read = 0;
+    while (read < size) {
+      const n = readSync(fd, buffer, read, size - read, read);
+      if (n === 0) break;
+      read += n;
+    }
+    return buffer.subarray(0, read);
+  } finally {
+    closeSync(fd);
+  }
+}

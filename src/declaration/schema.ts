@@ -1,0 +1,105 @@
+import Type, { type Static } from 'typebox';
+
+/** Node ids are one NATS subject token and one KV key (DESIGN §8). */
+export const NODE_ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
+const Id = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$', description: 'a stable resource id' });
+const AbsolutePath = Type.String({ minLength: 2, maxLength: 4096, pattern: '^/', description: 'an absolute, normal path' });
+const Mode = Type.String({ pattern: '^[0-7]{3,4}$', description: "an octal mode such as '0644'" });
+const Account = Type.String({ pattern: '^([a-z_][a-z0-9_-]{0,31}\\$?|[0-9]{1,10})$', description: 'a user or group name, or a number' });
+const Take = Type.Boolean({ description: 'take over what is found here (the original is kept and given back on removal)' });
+
+export const DirectoryResource = Type.Object(
+  {
+    type: Type.Literal('directory'),
+    id: Id,
+    path: AbsolutePath,
+    mode: Type.Optional(Mode),
+    owner: Type.Optional(Account),
+    group: Type.Optional(Account),
+    take: Type.Optional(Take),
+  },
+  { additionalProperties: false },
+);
+
+export const FileResource = Type.Object(
+  {
+    type: Type.Literal('file'),
+    id: Id,
+    path: AbsolutePath,
+    content: Type.String({ maxLength: 64 * 1024 * 1024 }),
+    encoding: Type.Optional(Type.Union([Type.Literal('utf8'), Type.Literal('base64')])),
+    mode: Type.Optional(Mode),
+    owner: Type.Optional(Account),
+    group: Type.Optional(Account),
+    take: Type.Optional(Take),
+  },
+  { additionalProperties: false },
+);
+
+export const ArchiveResource = Type.Object(
+  {
+    type: Type.Literal('archive'),
+    id: Id,
+    path: AbsolutePath,
+    sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }),
+    source: Type.String({ minLength: 1, description: 'a base64 tar.gz' }),
+    owner: Type.Optional(Account),
+    group: Type.Optional(Account),
+  },
+  { additionalProperties: false },
+);
+
+export const ServiceResource = Type.Object(
+  {
+    type: Type.Literal('service'),
+    id: Id,
+    unit: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9:_.@\\\\-]{0,254}$', description: 'a unit or service name' }),
+    state: Type.Union([Type.Literal('running'), Type.Literal('stopped')]),
+    enabled: Type.Optional(Type.Boolean()),
+    restartOn: Type.Optional(Type.Array(Id, { maxItems: 1024 })),
+    reload: Type.Optional(Type.Boolean({ description: 'reload instead of restart when a restartOn file changed' })),
+  },
+  { additionalProperties: false },
+);
+
+export const RESOURCE_SCHEMAS = {
+  directory: DirectoryResource,
+  file: FileResource,
+  archive: ArchiveResource,
+  service: ServiceResource,
+} as const;
+
+/** The declaration without its resources: they are checked one by one against the schema of their type. */
+export const DeclarationHead = Type.Object(
+  {
+    version: Type.Literal(1),
+    node: Type.String({ pattern: NODE_ID_PATTERN }),
+    mode: Type.Union([Type.Literal('adopted'), Type.Literal('converged')]),
+    epoch: Type.Optional(Type.Integer({ minimum: 0 })),
+    sequence: Type.Integer({ minimum: 0 }),
+    resources: Type.Array(Type.Object({ type: Type.String() }), { maxItems: 100_000 }),
+  },
+  { additionalProperties: false },
+);
+
+export type DirectoryResource = Static<typeof DirectoryResource>;
+export type FileResource = Static<typeof FileResource>;
+export type ArchiveResource = Static<typeof ArchiveResource>;
+export type ServiceResource = Static<typeof ServiceResource>;
+export type Resource = DirectoryResource | FileResource | ArchiveResource | ServiceResource;
+export type ResourceType = Resource['type'];
+export type Mode = 'adopted' | 'converged';
+
+export interface Declaration {
+  version: 1;
+  node: string;
+  mode: Mode;
+  epoch?: number;
+  sequence: number;
+  resources: Resource[];
+}
+
+/** Where a resource sits on the machine: a path, or a unit. */
+export function targetOf(resource: Resource): string {
+  return resource.type === 'service' ? resource.unit : resource.path;
+}

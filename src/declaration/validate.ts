@@ -1,0 +1,139 @@
+import { posix } from 'node:path';
+import { Compile } from 'typebox/compile';
+import { DeclarationHead, RESOURCE_SCHEMAS, type Declaration, type Resource } from './schema.js';
+
+/** One thing wrong with a declaration, at its JSON path. */
+export interface Problem {
+  path: string;
+  message: string;
+}
+
+const checkHead = Compile(DeclarationHead);
+const checkResource = Object.fromEntries(
+  Object.entries(RESOURCE_SCHEMAS).map(([type, schema]) => [type, Compile(schema)]),
+) as { [K in keyof typeof RESOURCE_SCHEMAS]: ReturnType<typeof Compile<(typeof RESOURCE_SCHEMAS)[K]>> };
+
+interface SchemaError {
+  instancePath: string;
+  message: string;
+  keyword: string;
+  params: Record<string, unknown>;
+}
+
+function describe(errors: Iterable<SchemaError>, prefix: string): Problem[] {
+  const problems: Problem[] = [];
+  for (const e of errors) {
+    // `additionalProperties: false` reports each extra field twice; the field's own line names it.
+    if (e.keyword === 'boolean') problems.push({ path: prefix + e.instancePath, message: 'unknown field' });
+    else if (e.keyword !== 'additionalProperties') problems.push({ path: prefix + e.instancePath || '/', message: e.message });
+  }
+  return problems;
+}
+
+export interface ValidateOptions {
+  /** The node this host is; a declaration for another is refused. */
+  node?: string;
+}
+
+export type Validated = { ok: true; declaration: Declaration } | { ok: false; problems: Problem[] };
+
+/**
+ * The whole vocabulary, strictly: anything outside it refuses the whole declaration, and every
+ * problem is named by its JSON path. Reads nothing on the machine.
+ */
+export function validateDeclaration(value: unknown, options: ValidateOptions = {}): Validated {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, problems: [{ path: '/', message: 'a declaration is a JSON object' }] };
+  }
+  const problems = describe(checkHead.Errors(value) as Iterable<SchemaError>, '').filter((p) => !p.path.startsWith('/resources/'));
+  const raw = value as { version?: unknown; node?: unknown; resources?: unknown };
+  if (raw.version !== undefined && raw.version !== 1) {
+    problems.splice(0, problems.length, ...problems.filter((p) => p.path !== '/version'));
+    problems.unshift({ path: '/version', message: `unknown version ${JSON.stringify(raw.version)} (this host speaks version 1)` });
+  }
+  if (options.node !== undefined && typeof raw.node === 'string' && raw.node !== options.node) {
+    problems.push({ path: '/node', message: `declared for node '${raw.node}', but this is '${options.node}'` });
+  }
+  const resources = Array.isArray(raw.resources) ? (raw.resources as unknown[]) : [];
+  problems.push(...resources.flatMap((r, i) => checkOneResource(r, `/resources/${i}`)));
+  if (problems.length === 0) problems.push(...checkRelations(resources as Resource[]));
+  if (problems.length > 0) return { ok: false, problems };
+  return { ok: true, declaration: value as Declaration };
+}
+
+function checkOneResource(resource: unknown, at: string): Problem[] {
+  if (typeof resource !== 'object' || resource === null || Array.isArray(resource)) {
+    return [{ path: at, message: 'a resource is a JSON object' }];
+  }
+  const type = (resource as { type?: unknown }).type;
+  if (typeof type !== 'string' || !(type in checkResource)) {
+    return [{ path: `${at}/type`, message: `unknown resource type ${JSON.stringify(type)} (directory, file, archive or service)` }];
+  }
+  const check = checkResource[type as keyof typeof checkResource];
+  const problems = describe(check.Errors(resource) as Iterable<SchemaError>, at);
+  const path = (resource as { path?: unknown }).path;
+  if (typeof path === 'string' && problems.every((p) => p.path !== `${at}/path`)) {
+    const why = pathProblem(path);
+    if (why) problems.push({ path: `${at}/path`, message: why });
+  }
+  return problems;
+}
+
+/** Absolute and normal: no '.', '..', doubled or trailing slashes, no NUL; never the root itself. */
+export function pathProblem(path: string): string | undefined {
+  if (!path.startsWith('/')) return `'${path}' is not absolute`;
+  if (path.includes('\0')) return 'a path may not hold a NUL byte';
+  if (path === '/') return 'the root itself cannot be a resource';
+  if (posix.normalize(path) !== path || path.endsWith('/') || path.split('/').some((c) => c === '.' || c === '..')) {
+    return `'${path}' is not a normal path (it normalises to '${posix.normalize(path).replace(/\/$/, '') || '/'}')`;
+  }
+  return undefined;
+}
+
+/** Rules between resources: unique ids and paths, restartOn naming declared files, parents before children. */
+function checkRelations(resources: Resource[]): Problem[] {
+  const problems: Problem[] = [];
+  const ids = new Map<string, number>();
+  const paths = new Map<string, number>();
+  const units = new Map<string, number>();
+  resources.forEach((r, i) => {
+    const first = ids.get(r.id);
+    if (first !== undefined) problems.push({ path: `/resources/${i}/id`, message: `id '${r.id}' is declared twice (first at /resources/${first})` });
+    else ids.set(r.id, i);
+    if (r.type === 'service') {
+      const other = units.get(r.unit);
+      if (other !== undefined) problems.push({ path: `/resources/${i}/unit`, message: `unit '${r.unit}' is declared twice (first at /resources/${other})` });
+      else units.set(r.unit, i);
+      return;
+    }
+    const other = paths.get(r.path);
+    if (other !== undefined) problems.push({ path: `/resources/${i}/path`, message: `path '${r.path}' is declared twice (first at /resources/${other})` });
+    else paths.set(r.path, i);
+  });
+  resources.forEach((r, i) => {
+    if (r.type === 'service') {
+      (r.restartOn ?? []).forEach((ref, j) => {
+        const target = ids.get(ref);
+        if (target === undefined || resources[target]!.type !== 'file') {
+          problems.push({ path: `/resources/${i}/restartOn/${j}`, message: `'${ref}' names no declared file` });
+        }
+      });
+      return;
+    }
+    // A declared parent directory must come before what it holds: the apply goes in order.
+    for (let dir = posix.dirname(r.path); dir !== '/'; dir = posix.dirname(dir)) {
+      const parent = paths.get(dir);
+      if (parent !== undefined && parent > i) {
+        problems.push({ path: `/resources/${i}/path`, message: `'${r.path}' comes before its directory at /resources/${parent}` });
+      }
+    }
+    // Nothing may be declared inside an archive's target: the archive owns that tree.
+    for (let dir = posix.dirname(r.path); dir !== '/'; dir = posix.dirname(dir)) {
+      const holder = paths.get(dir);
+      if (holder !== undefined && resources[holder]!.type === 'archive') {
+        problems.push({ path: `/resources/${i}/path`, message: `'${r.path}' lies inside the archive at /resources/${holder}` });
+      }
+    }
+  });
+  return problems;
+}

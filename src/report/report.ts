@@ -1,0 +1,66 @@
+import type { Mode } from '../declaration/schema.js';
+import type { Step, StepResult } from '../resources/types.js';
+import type { HeldEntry } from '../store/state.js';
+import type { Link } from '../inventory/links.js';
+
+export type Trigger = 'apply' | 'genesis' | 'reconcile' | 'delivery';
+export type Outcome = 'converged' | 'failed' | 'refused';
+
+export interface Plan {
+  steps: Step[];
+}
+
+/** What the speak fingerprint is taken from; a field not yet known is empty, never invented. */
+export interface Facts {
+  held: HeldEntry[];
+  links: Link[];
+  filters: unknown[];
+  foundFirewall: unknown;
+}
+
+/** One per apply (DESIGN §10). */
+export interface Report {
+  node: string;
+  /** The host's own report sequence. */
+  sequence: number;
+  trigger: Trigger;
+  declaration: { epoch?: number; sequence: number; digest: string } | null;
+  mode: Mode | null;
+  outcome: Outcome;
+  error?: { resource?: string; message: string };
+  steps: StepResult[];
+  said: string[];
+  facts: Facts;
+  startedAt: string;
+  finishedAt: string;
+}
+
+const VERBS = ['create', 'remove', 'take', 'hold', 'leave'] as const;
+
+/** One readable line a step: `update /etc/x.conf: content (+3 −1 lines), mode 0644→0640`. */
+export function formatStep(step: Step): string {
+  if (step.actions.length === 0) return `unchanged ${step.target}`;
+  const verb = VERBS.find((v) => step.actions.includes(v)) ?? 'update';
+  const rest = step.actions.filter((a) => a !== verb);
+  return `${verb} ${step.target}${rest.length ? `: ${rest.join(', ')}` : ''}`;
+}
+
+export function formatPlan(plan: Plan): string {
+  if (plan.steps.length === 0) return 'plan: nothing declared, nothing to do';
+  const changing = plan.steps.filter((s) => s.actions.length > 0).length;
+  return [`plan: ${changing} of ${plan.steps.length} step${plan.steps.length === 1 ? '' : 's'} to take`, ...plan.steps.map((s) => `  ${formatStep(s)}`)].join('\n');
+}
+
+export function formatReport(report: Report): string {
+  const counts = new Map<string, number>();
+  for (const s of report.steps) counts.set(s.status, (counts.get(s.status) ?? 0) + 1);
+  const tally = [...counts].map(([status, n]) => `${n} ${status}`).join(', ') || 'no steps';
+  const lines = [`${report.outcome} (report ${report.sequence}): ${tally}`];
+  for (const s of report.steps) {
+    if (s.status === 'unchanged') continue;
+    lines.push(`  ${s.status.padEnd(8)} ${formatStep(s)}${s.detail ? ` — ${s.detail}` : ''}`);
+  }
+  if (report.error) lines.push(`error: ${report.error.resource ? `${report.error.resource}: ` : ''}${report.error.message}`);
+  for (const line of report.said) lines.push(`said: ${line}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,80 @@
+import type { Stats } from 'node:fs';
+import type { DirectoryResource } from '../declaration/schema.js';
+import { foundVerdict, HELD_REASON, metaDrift, ownRecord, wantedMeta } from './ownership.js';
+import { PathRefused } from './rooted-fs.js';
+import { stepOf, type Checked, type ResourceHandler } from './types.js';
+
+export const directoryHandler: ResourceHandler<DirectoryResource> = {
+  async converge(resource, ctx, apply): Promise<Checked> {
+    const path = resource.path;
+    const step = (actions: string[]) => stepOf(resource, path, actions);
+    const want = wantedMeta(resource, ctx.accounts);
+    if (typeof want === 'string') return { step: step([]), verb: 'none', problem: want };
+    let st: Stats | undefined;
+    try {
+      st = ctx.removing.has(path) && !apply ? undefined : ctx.fs.lstat(path);
+    } catch (err) {
+      if (err instanceof PathRefused) return { step: step([]), verb: 'none', problem: err.message };
+      throw err;
+    }
+    if (st === undefined) {
+      if (apply) {
+        ctx.fs.mkdir(path, want.mode, want.uid, want.gid);
+        ctx.store.record({ id: resource.id, type: 'directory', target: path, origin: ctx.origin, created: true, appliedAt: ctx.now() });
+      }
+      return { step: step(['create']), verb: 'create' };
+    }
+    if (st.isSymbolicLink()) return { step: step([]), verb: 'none', problem: `${path} is a symbolic link (to ${ctx.fs.readlink(path)}), not followed` };
+    if (!st.isDirectory()) return { step: step([]), verb: 'none', problem: `${path} exists and is not a directory` };
+
+    const drift = metaDrift(st, want, ctx.accounts);
+    const record = ownRecord(ctx, resource.id, 'directory', path);
+    if (!record) {
+      if (foundVerdict(resource, ctx) === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
+      if (apply) {
+        if (drift.length > 0) ctx.fs.setDirectoryMeta(path, want.mode, want.uid, want.gid);
+        const original = { kind: 'directory' as const, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
+        ctx.store.record({ id: resource.id, type: 'directory', target: path, origin: ctx.origin, created: false, original, appliedAt: ctx.now() });
+      }
+      return { step: step(['take', ...drift]), verb: 'take', detail: 'found here; taken over, its mode and owner kept' };
+    }
+    if (drift.length === 0) return { step: step([]), verb: 'none' };
+    if (apply) {
+      ctx.fs.setDirectoryMeta(path, want.mode, want.uid, want.gid);
+      ctx.store.record({ ...record, origin: ctx.origin, appliedAt: ctx.now() });
+    }
+    return { step: step(drift), verb: 'update' };
+  },
+
+  async remove(record, ctx, apply): Promise<Checked> {
+    let st: Stats | undefined;
+    try {
+      st = ctx.fs.lstat(record.target);
+    } catch (err) {
+      if (err instanceof PathRefused) return { step: stepOf(record, record.target, []), verb: 'none', problem: err.message };
+      throw err;
+    }
+    if (st === undefined || !st.isDirectory()) {
+      if (apply) ctx.store.forget(record.id);
+      return { step: stepOf(record, record.target, ['remove']), verb: 'remove', detail: 'already gone' };
+    }
+    if (record.original) {
+      const { mode, uid, gid } = record.original;
+      if (apply) {
+        ctx.fs.setDirectoryMeta(record.target, mode, uid, gid);
+        ctx.store.forget(record.id);
+      }
+      return { step: stepOf(record, record.target, ['remove', 'original mode and owner given back']), verb: 'remove', detail: 'taken over: left in place with its original mode and owner' };
+    }
+    if (!apply) {
+      // The plan cannot know whether the removals before it empty the directory; the apply says.
+      return { step: stepOf(record, record.target, ['remove']), verb: 'remove' };
+    }
+    const removed = ctx.fs.rmdir(record.target);
+    ctx.store.forget(record.id);
+    if (!removed) {
+      return { step: stepOf(record, record.target, ['leave']), verb: 'leave', detail: `${record.target} holds what others put there; left in place` };
+    }
+    return { step: stepOf(record, record.target, ['remove']), verb: 'remove' };
+  },
+};

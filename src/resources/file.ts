@@ -1,0 +1,140 @@
+import { createHash } from 'node:crypto';
+import { writeFileSync, readFileSync, unlinkSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Stats } from 'node:fs';
+import type { FileResource } from '../declaration/schema.js';
+import type { ResourceRecord } from '../store/state.js';
+import { fsyncDirectory } from '../store/durable.js';
+import { foundVerdict, HELD_REASON, metaDrift, ownRecord, wantedMeta, type Wanted } from './ownership.js';
+import { PathRefused } from './rooted-fs.js';
+import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+
+const contentOf = (r: FileResource) => Buffer.from(r.content, r.encoding === 'base64' ? 'base64' : 'utf8');
+
+/** "content (+3 −1 lines)" for text, a byte count otherwise; the diff is loaded only when content differs. */
+async function contentChange(before: Buffer, after: Buffer): Promise<string> {
+  const text = before.length < 1 << 20 && after.length < 1 << 20 && !before.includes(0) && !after.includes(0);
+  if (!text) return `content (${before.length}→${after.length} bytes)`;
+  const { diffLines } = await import('diff');
+  let added = 0;
+  let removed = 0;
+  for (const part of diffLines(before.toString('utf8'), after.toString('utf8'))) {
+    if (part.added) added += part.count ?? 0;
+    else if (part.removed) removed += part.count ?? 0;
+  }
+  return `content (+${added} −${removed} lines)`;
+}
+
+/** Keeps the original of a taken file under taken/, so that removing the resource gives it back. */
+function keepOriginal(ctx: ConvergeContext, resource: FileResource, st: Stats): ResourceRecord['original'] {
+  const copy = createHash('sha256').update(resource.path).digest('hex');
+  mkdirSync(ctx.takenDir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(ctx.takenDir, copy), ctx.fs.readFile(resource.path, st.size), { mode: 0o600 });
+  fsyncDirectory(ctx.takenDir);
+  return { kind: 'file', mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, copy };
+}
+
+export const fileHandler: ResourceHandler<FileResource> = {
+  async converge(resource, ctx, apply): Promise<Checked> {
+    const path = resource.path;
+    const step = (actions: string[]) => stepOf(resource, path, actions);
+    const want = wantedMeta(resource, ctx.accounts);
+    if (typeof want === 'string') return { step: step([]), verb: 'none', problem: want };
+
+    let st: Stats | undefined;
+    try {
+      st = ctx.removing.has(path) && !apply ? undefined : ctx.fs.lstat(path);
+    } catch (err) {
+      if (err instanceof PathRefused) return { step: step([]), verb: 'none', problem: err.message };
+      throw err;
+    }
+    const content = contentOf(resource);
+    const record = ownRecord(ctx, resource.id, 'file', path);
+    const write = (w: Wanted) => {
+      ctx.fs.writeFile(path, content, w.mode, w.uid, w.gid);
+      ctx.changedFiles.add(resource.id);
+      ctx.changedPaths.add(path);
+    };
+
+    if (st === undefined) {
+      if (apply) {
+        write(want);
+        ctx.store.record({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: true, appliedAt: ctx.now() });
+      }
+      return { step: step(['create']), verb: 'create' };
+    }
+    if (st.isSymbolicLink() && !record) {
+      return { step: step([]), verb: 'none', problem: `${path} is a symbolic link (to ${ctx.fs.readlink(path)}), not followed` };
+    }
+    if (!st.isFile() && !st.isSymbolicLink()) {
+      return { step: step([]), verb: 'none', problem: `${path} is not a regular file` };
+    }
+
+    if (!record) {
+      const verdict = foundVerdict(resource, ctx);
+      if (verdict === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
+      const drift = await drifted(resource, ctx, st, content, want);
+      if (apply) {
+        const original = keepOriginal(ctx, resource, st);
+        if (drift.length > 0) write(want);
+        ctx.store.record({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: false, original, appliedAt: ctx.now() });
+      }
+      return { step: step(['take', ...drift]), verb: 'take', detail: 'found here; taken over, the original kept' };
+    }
+
+    // Ours: maintained, not set once; drift is returned.
+    const drift = st.isSymbolicLink() ? ['symbolic link replaced by the file'] : await drifted(resource, ctx, st, content, want);
+    if (drift.length === 0) return { step: step([]), verb: 'none' };
+    if (apply) {
+      write(want);
+      ctx.store.record({ ...record, origin: ctx.origin, appliedAt: ctx.now() });
+    }
+    return { step: step(drift), verb: 'update' };
+  },
+
+  async remove(record, ctx, apply): Promise<Checked> {
+    const step = stepOf(record, record.target, ['remove']);
+    let st: Stats | undefined;
+    try {
+      st = ctx.fs.lstat(record.target);
+    } catch (err) {
+      if (err instanceof PathRefused) return { step, verb: 'none', problem: err.message };
+      throw err;
+    }
+    if (record.original?.copy !== undefined) {
+      const original = record.original;
+      const copyPath = join(ctx.takenDir, original.copy!);
+      if (apply) {
+        ctx.fs.writeFile(record.target, readFileSync(copyPath), original.mode, original.uid, original.gid);
+        unlinkSync(copyPath);
+        ctx.store.forget(record.id);
+      }
+      return { step: stepOf(record, record.target, ['remove', 'original given back']), verb: 'remove', detail: 'the original taken over is given back' };
+    }
+    if (st === undefined) {
+      if (apply) ctx.store.forget(record.id);
+      return { step, verb: 'remove', detail: 'already gone' };
+    }
+    if (!st.isFile()) {
+      if (apply) ctx.store.forget(record.id);
+      return { step: stepOf(record, record.target, ['leave']), verb: 'leave', detail: `${record.target} is no longer a regular file the host wrote; left as it is` };
+    }
+    if (apply) {
+      ctx.fs.unlink(record.target);
+      ctx.store.forget(record.id);
+    }
+    return { step, verb: 'remove' };
+  },
+};
+
+async function drifted(resource: FileResource, ctx: ConvergeContext, st: Stats, content: Buffer, want: Wanted): Promise<string[]> {
+  const actions: string[] = [];
+  const current = st.size === content.length ? ctx.fs.readFile(resource.path, st.size) : undefined;
+  if (current === undefined || !current.equals(content)) {
+    actions.push(await contentChange(current ?? ctx.fs.readFile(resource.path, st.size), content));
+  }
+  actions.push(...metaDrift(st, want, ctx.accounts));
+  // A hard link planted at the name would share our inode: the write replaces the name, never the inode.
+  if (st.nlink > 1) actions.push(`hard link (${st.nlink} names) replaced`);
+  return actions;
+}

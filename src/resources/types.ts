@@ -1,0 +1,65 @@
+import type { Mode, Resource, ResourceType } from '../declaration/schema.js';
+import type { Store } from '../store/store.js';
+import type { Origin, ResourceRecord } from '../store/state.js';
+import type { Logger } from '../system/log.js';
+import type { Accounts } from './accounts.js';
+import type { RootedFs } from './rooted-fs.js';
+
+/** One step of a plan (DESIGN §10): no actions means nothing to do. */
+export interface Step {
+  resource: string;
+  type: ResourceType;
+  target: string;
+  actions: string[];
+}
+
+export type StepStatus = 'done' | 'unchanged' | 'failed' | 'skipped' | 'held';
+
+export interface StepResult extends Step {
+  status: StepStatus;
+  detail?: string;
+}
+
+/** What a check decided for one resource; the verb leads the readable line. */
+export type Verb = 'create' | 'update' | 'take' | 'hold' | 'remove' | 'leave' | 'none';
+
+export interface Checked {
+  step: Step;
+  verb: Verb;
+  /** Something that stops this step being applied (a link in the way, an unknown owner). */
+  problem?: string;
+  /** Said in the report beside the step (what was held, what was left). */
+  detail?: string;
+}
+
+/** What converging (or removing) needs, passed in. */
+export interface ConvergeContext {
+  fs: RootedFs;
+  store: Store;
+  accounts: Accounts;
+  log: Logger;
+  origin: Origin;
+  mode: Mode;
+  /** Originals of taken things are kept here (state-dir/taken). */
+  takenDir: string;
+  now: () => string;
+  /** Paths whose records this apply removes first: a plan reads them as already gone. */
+  removing: Set<string>;
+  /** Ids of files this apply changed: services naming them in restartOn act on it. */
+  changedFiles: Set<string>;
+  /** Targets of the files changed by this apply, for daemon-reload. */
+  changedPaths: Set<string>;
+}
+
+/**
+ * One function per resource type checks and, when asked to, applies: the plan is the check alone,
+ * so a plan can never promise what the apply does not do (mgmt's CheckApply).
+ */
+export interface ResourceHandler<R extends Resource = Resource> {
+  converge(resource: R, ctx: ConvergeContext, apply: boolean): Promise<Checked>;
+  remove(record: ResourceRecord, ctx: ConvergeContext, apply: boolean): Promise<Checked>;
+}
+
+export function stepOf(resource: Resource | ResourceRecord, target: string, actions: string[]): Step {
+  return { resource: resource.id, type: resource.type, target, actions };
+}

@@ -1,0 +1,53 @@
+import { closeSync, constants, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { basename, dirname, join } from 'node:path';
+
+/** The prefix of a temporary save beside its target; leftovers are found by it at start. */
+export function temporaryPrefix(target: string): string {
+  return `${basename(target)}.tmp-`;
+}
+
+/**
+ * Writes bytes so that a crash at any instant leaves the old file or the new one, never a torn one:
+ * a fresh temporary file in the same directory (O_EXCL|O_NOFOLLOW, so a planted name cannot redirect
+ * it), written, fsynced, renamed over the target, and the directory fsynced so the rename survives.
+ * Synchronous on purpose: one writer, saves in order, nothing interleaves.
+ */
+export function writeDurably(target: string, bytes: Uint8Array, mode = 0o600): void {
+  const dir = dirname(target);
+  const temporary = join(dir, `${temporaryPrefix(target)}${process.pid}-${randomBytes(6).toString('hex')}`);
+  const fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  let renamed = false;
+  try {
+    let written = 0;
+    while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+    fsyncSync(fd);
+    closeSync(fd);
+    renameSync(temporary, target);
+    renamed = true;
+    fsyncDirectory(dir);
+  } catch (err) {
+    if (!renamed) {
+      try {
+        closeSync(fd);
+      } catch {
+        // already closed
+      }
+      try {
+        unlinkSync(temporary);
+      } catch {
+        // a leftover is counted and removed at the next start
+      }
+    }
+    throw err;
+  }
+}
+
+export function fsyncDirectory(dir: string): void {
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}

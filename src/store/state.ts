@@ -1,0 +1,61 @@
+import type { Mode, ResourceType } from '../declaration/schema.js';
+
+/** Where a record came from: only records of a declaration's own origin are removed by it. */
+export type Origin = 'local' | 'mesh';
+
+/** What the host remembers of something it applied: enough to check it again and to remove it. */
+export interface ResourceRecord {
+  id: string;
+  type: ResourceType;
+  /** A path, or a unit. */
+  target: string;
+  origin: Origin;
+  /** true when the host made it; false when it took over something found there. */
+  created: boolean;
+  /** For a taken thing: what was there, kept so that removal gives it back. */
+  original?: OriginalRecord;
+  /** For an archive: what it unpacked (relative paths). */
+  unpacked?: string[];
+  appliedAt: string;
+}
+
+export interface OriginalRecord {
+  kind: 'file' | 'directory';
+  mode: number;
+  uid: number;
+  gid: number;
+  /** For a file: the kept copy under taken/, by name. */
+  copy?: string;
+}
+
+export interface HeldEntry {
+  id: string;
+  target: string;
+  reason: string;
+}
+
+export interface AppliedMark {
+  epoch?: number;
+  sequence: number;
+  digest: string;
+  at: string;
+}
+
+export interface StoreState {
+  version: 1;
+  mode?: Mode;
+  records: Record<string, ResourceRecord>;
+  held: HeldEntry[];
+  lastApplied?: AppliedMark;
+  /** The host's own report sequence: only ever increases, across restarts. */
+  reportSequence: number;
+  /** The digest of the bundle's declaration that genesis applied. */
+  genesisDigest?: string;
+  lastOutcome?: { outcome: 'converged' | 'failed' | 'refused'; at: string; message?: string; reportSequence: number };
+  /** Refusals by kind (stale, forged, wrong node…), counted. */
+  refusals: Record<string, number>;
+}
+
+export function emptyState(): StoreState {
+  return { version: 1, records: {}, held: [], reportSequence: 0, refusals: {} };
+}

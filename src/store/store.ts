@@ -1,0 +1,139 @@
+import { readFileSync, readdirSync, unlinkSync, mkdirSync, lstatSync, chmodSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from '../system/log.js';
+import { cannotStart } from '../system/errors.js';
+import { temporaryPrefix, writeDurably } from './durable.js';
+import { emptyState, type ResourceRecord, type StoreState } from './state.js';
+
+export const STATE_FILE = 'state.json';
+
+/** Creates the state directory 0700, and refuses one another account could write. */
+export function ensureStateDir(stateDir: string): void {
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const st = lstatSync(stateDir);
+  if (!st.isDirectory()) throw cannotStart(`the state directory ${stateDir} is not a directory`);
+  if (st.uid !== process.getuid?.()) throw cannotStart(`the state directory ${stateDir} is owned by uid ${st.uid}, not by this host's account`);
+  if ((st.mode & 0o022) !== 0) chmodSync(stateDir, 0o700);
+}
+
+/**
+ * The store (DESIGN §6): a working copy that changes as the apply goes, and saves that are atomic,
+ * durable, in order, and loud about anything dropped that nobody meant to drop.
+ */
+export class Store {
+  private saved: StoreState;
+  private working: StoreState;
+  private marked = new Map<string, 'forget' | 'release'>();
+  private quiesced = false;
+
+  private constructor(
+    readonly stateDir: string,
+    private readonly log: Logger,
+    initial: StoreState,
+    /** How many leftover temporary saves were removed at open. */
+    readonly leftoversRemoved: number,
+  ) {
+    this.saved = structuredClone(initial);
+    this.working = initial;
+  }
+
+  /**
+   * Opens the store. Call it under the lock: leftover temporary saves are removed here and counted
+   * aloud. A store that exists and cannot be read stops the host (exit 4) and is left untouched:
+   * believing it owns nothing would leave the whole footprint behind forever.
+   */
+  static open(stateDir: string, log: Logger): Store {
+    ensureStateDir(stateDir);
+    const leftovers = removeLeftovers(stateDir, log);
+    const file = join(stateDir, STATE_FILE);
+    let text: string | undefined;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        throw cannotStart(`the store ${file} exists but cannot be read (${(err as NodeJS.ErrnoException).code}); it was left untouched`, [
+          'restore it from a backup, or fix its permissions; the host will not start believing it owns nothing',
+        ]);
+      }
+    }
+    if (text === undefined) return new Store(stateDir, log, emptyState(), leftovers);
+    let state: StoreState;
+    try {
+      state = parseState(text);
+    } catch (err) {
+      throw cannotStart(`the store ${file} cannot be read: ${(err as Error).message}; it was left untouched`, [
+        'restore it from a backup (a leftover temporary save may hold a recent copy), or move it aside to start with an empty footprint',
+        'the host will not start believing it owns nothing: that would leave everything it applied behind forever',
+      ]);
+    }
+    return new Store(stateDir, log, state, leftovers);
+  }
+
+  get state(): Readonly<StoreState> {
+    return this.working;
+  }
+
+  /** Changes the working copy; nothing reaches the disk until save(). */
+  update(change: (state: StoreState) => void): void {
+    change(this.working);
+  }
+
+  record(record: ResourceRecord): void {
+    this.working.records[record.id] = record;
+    this.marked.delete(record.id);
+  }
+
+  /** The thing was removed from the machine: dropping its record is meant. */
+  forget(id: string): void {
+    delete this.working.records[id];
+    this.marked.set(id, 'forget');
+  }
+
+  /** The host lets go of it on purpose, leaving it on the machine. */
+  release(id: string): void {
+    delete this.working.records[id];
+    this.marked.set(id, 'release');
+  }
+
+  /** Once the host ends, no save may start. */
+  quiesce(): void {
+    this.quiesced = true;
+  }
+
+  get isQuiesced(): boolean {
+    return this.quiesced;
+  }
+
+  /** Atomic and durable; says loudly each record the last save held that this one drops unmarked. */
+  save(): void {
+    if (this.quiesced) throw new Error('the store is quiesced: no save may start after the host began to end');
+    for (const id of Object.keys(this.saved.records)) {
+      if (!(id in this.working.records) && !this.marked.has(id)) {
+        this.log.error({ record: this.saved.records[id] }, `store: this save drops the record of '${id}', which nothing forgot or released`);
+      }
+    }
+    writeDurably(join(this.stateDir, STATE_FILE), Buffer.from(`${JSON.stringify(this.working, null, 1)}\n`));
+    this.saved = structuredClone(this.working);
+    this.marked.clear();
+  }
+}
+
+function parseState(text: string): StoreState {
+  const value = JSON.parse(text) as Partial<StoreState>;
+  if (typeof value !== 'object' || value === null || value.version !== 1) throw new Error('not a version 1 store');
+  if (typeof value.records !== 'object' || value.records === null) throw new Error('it has no records');
+  if (typeof value.reportSequence !== 'number') throw new Error('it has no report sequence');
+  return { ...emptyState(), ...value } as StoreState;
+}
+
+function removeLeftovers(stateDir: string, log: Logger): number {
+  const prefix = temporaryPrefix(join(stateDir, STATE_FILE));
+  let removed = 0;
+  for (const name of readdirSync(stateDir)) {
+    if (!name.startsWith(prefix)) continue;
+    unlinkSync(join(stateDir, name));
+    removed++;
+  }
+  if (removed > 0) log.warn({ removed }, `store: removed ${removed} leftover temporary save${removed === 1 ? '' : 's'} from an earlier run`);
+  return removed;
+}
