@@ -134,7 +134,14 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       };
     });
     // Saved even when the apply failed: what was applied before the failure is on the machine.
-    store.save();
+    try {
+      store.save();
+    } catch (err) {
+      const message = `the store could not be saved (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the machine holds what was applied, the record on disk is the one before this apply`;
+      env.log.error({ err }, message);
+      report.outcome = 'failed';
+      report.error = { message };
+    }
     sayApplyDetail(env.log, report);
     return { kind: 'applied', plan, report };
   } finally {

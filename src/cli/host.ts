@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig, type HostConfig } from '../config/config.js';
 import { acquireLock, type HeldLock } from '../store/lock.js';
-import { Store } from '../store/store.js';
+import { ensureStateDir, Store } from '../store/store.js';
 import { BASE_HANDLERS } from '../resources/converge.js';
 import { systemAccounts } from '../resources/accounts.js';
 import type { HostEnv } from '../apply/apply.js';
@@ -39,9 +39,8 @@ export interface OpenHost {
 export async function withHost<T>(ctx: CommandContext, command: string, run: (host: OpenHost) => Promise<T>): Promise<T> {
   const paths = hostPaths(ctx);
   const { config } = loadConfig(paths.configPath);
-  const { ensureStateDir } = await import('../store/store.js');
   ensureStateDir(paths.stateDir);
-  const lock: HeldLock = await acquireLock(paths.stateDir, { command: `mesh-host ${command}` });
+  const lock: HeldLock = await acquireLock(paths.stateDir, { command: `mesh-host ${command}`, timeoutMs: config.lockTimeoutMs });
   try {
     const store = Store.open(paths.stateDir, ctx.log);
     const env: HostEnv = {

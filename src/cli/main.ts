@@ -7,9 +7,17 @@ export type Command = (ctx: CommandContext) => Promise<number>;
 /** Commands load lazily, so `--version` and `--help` import nothing heavy. */
 export type CommandTable = Record<string, () => Promise<Command>>;
 
+/** The package's version, found upwards from this file (a bundle and the tsc output sit at different depths). */
 function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
+  for (const up of ['../package.json', '../../package.json', '../../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as { name?: string; version: string };
+      if (pkg.name === 'mesh-host') return pkg.version;
+    } catch {
+      // not at this depth
+    }
+  }
+  return 'unknown';
 }
 
 /** Parses, dispatches, and turns every ending into an exit status. Sets process.exitCode; never exits abruptly. */
@@ -56,7 +64,7 @@ async function dispatch(spec: ProgramSpec, commands: CommandTable, argv: readonl
   }
   // Under --json, stdout carries exactly one document: logs step aside to stderr.
   const stream = json ? 'stderr' : 'stdout';
-  const log = createLogger({ level, stream, pretty: Boolean(process[stream].isTTY) });
+  const log = await createLogger({ level, stream, pretty: Boolean(process[stream].isTTY) });
   const ctx: CommandContext = {
     args: parsed.args,
     flags: parsed.flags,

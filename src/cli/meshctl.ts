@@ -1,7 +1,10 @@
 import { runProgram, type CommandTable } from './main.js';
 import { meshctlProgram } from './programs.js';
 
-const commands: CommandTable = {};
+const commands: CommandTable = {
+  keygen: async () => (await import('./commands/keys.js')).keygenCommand,
+  sign: async () => (await import('./commands/keys.js')).signCommand,
+};
 
 export function main(argv: readonly string[]): Promise<number> {
   return runProgram(meshctlProgram, commands, argv);

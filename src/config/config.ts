@@ -13,11 +13,13 @@ export interface HostConfig {
   tls?: { ca?: string; cert?: string; key?: string };
   reconcileIntervalMs: number;
   verifyPauseMs: number;
+  /** How long a command waits for the lock before it names the holder and gives up (exit 3). */
+  lockTimeoutMs: number;
   /** Forces the service manager instead of taking it from the inventory. */
   serviceManager?: 'systemd' | 'openrc';
 }
 
-export const DEFAULTS = { reconcileIntervalMs: 5 * 60_000, verifyPauseMs: 1500 } as const;
+export const DEFAULTS = { reconcileIntervalMs: 5 * 60_000, verifyPauseMs: 1500, lockTimeoutMs: 10_000 } as const;
 
 /** The configuration, or defaults when there is none yet (before genesis the node id is the host name). */
 export function loadConfig(path: string): { config: HostConfig; found: boolean } {

@@ -10,7 +10,7 @@ export interface Accounts {
 
 function table(file: string): Map<string, number> {
   const map = new Map<string, number>();
-  let text = '';
+  let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch {

@@ -49,8 +49,14 @@ export class RootedFs {
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'ENOENT') return { kind: 'missing', missing: dir };
-        if (code === 'ELOOP') throw new PathRefused(`${dir} is a symbolic link (to ${this.linkTarget(up.fd, posix.basename(dir))}), not followed`);
-        if (code === 'ENOTDIR') throw new PathRefused(`${dir} is not a directory`);
+        if (code === 'ELOOP' || code === 'ENOTDIR') {
+          // O_DIRECTORY|O_NOFOLLOW answers either for a link: ask the entry what it is.
+          const name = posix.basename(dir);
+          if (lstatSync(at(up.fd, name)).isSymbolicLink()) {
+            throw new PathRefused(`${dir} is a symbolic link (to ${this.linkTarget(up.fd, name)}), not followed`);
+          }
+          throw new PathRefused(`${dir} is not a directory`);
+        }
         throw err;
       }
     }

@@ -1,5 +1,4 @@
 import { pino, type Logger, type Level } from 'pino';
-import pretty from 'pino-pretty';
 
 export type { Logger };
 
@@ -13,11 +12,14 @@ export interface LogOptions {
   pretty: boolean;
 }
 
-/** JSON lines for the journal, readable lines on a terminal; written synchronously so nothing is lost at exit. */
-export function createLogger(options: LogOptions): Logger {
+/**
+ * JSON lines for the journal, readable lines on a terminal; written synchronously so nothing is lost
+ * at exit. The readable formatter is loaded only for a terminal.
+ */
+export async function createLogger(options: LogOptions): Promise<Logger> {
   const fd = options.stream === 'stdout' ? 1 : 2;
   const destination = options.pretty
-    ? pretty({ destination: fd, sync: true, colorize: true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l' })
+    ? (await import('pino-pretty')).default({ destination: fd, sync: true, colorize: true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l' })
     : pino.destination({ dest: fd, sync: true });
   return pino({ level: options.level, base: { name: 'mesh-host' } }, destination);
 }

@@ -1,0 +1,73 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { applyDeclaration, type ApplyRequest, type ApplyResult, type HostEnv } from '../../src/apply/apply.js';
+import { receiveDeclaration } from '../../src/declaration/load.js';
+import type { Declaration, Resource } from '../../src/declaration/schema.js';
+import { systemAccounts } from '../../src/resources/accounts.js';
+import { BASE_HANDLERS, type HandlerTable } from '../../src/resources/converge.js';
+import { Store } from '../../src/store/store.js';
+import { systemClock } from '../../src/system/clock.js';
+import { silentLogger, type Logger } from '../../src/system/log.js';
+import { scratch } from './tree.js';
+
+export interface TestHost {
+  root: string;
+  stateDir: string;
+  env: HostEnv;
+  /** Re-opens the store from disk, as a new process would. */
+  reopen(): void;
+  apply(declaration: Declaration, options?: Partial<Omit<ApplyRequest, 'received'>>): Promise<ApplyResult>;
+  cleanup(): void;
+}
+
+export function declaration(resources: Resource[], extra: Partial<Declaration> = {}): Declaration {
+  return { version: 1, node: 'test-node', mode: 'converged', sequence: 1, resources, ...extra };
+}
+
+/** A scratch root and state directory, and the one apply path over them, in-process. */
+export function testHost(options: { log?: Logger; handlers?: HandlerTable; dirs?: string[] } = {}): TestHost {
+  const { dir, cleanup } = scratch();
+  const root = join(dir, 'root');
+  const stateDir = join(dir, 'state');
+  for (const d of ['', ...(options.dirs ?? ['etc', 'srv'])]) mkdirSync(join(root, d), { recursive: true });
+  const log = options.log ?? silentLogger();
+  const env: HostEnv = {
+    node: 'test-node',
+    root,
+    stateDir,
+    store: Store.open(stateDir, log),
+    log,
+    clock: systemClock,
+    accounts: systemAccounts(),
+    handlers: options.handlers ?? BASE_HANDLERS,
+  };
+  return {
+    root,
+    stateDir,
+    env,
+    reopen() {
+      env.store = Store.open(stateDir, log);
+    },
+    apply(decl, request = {}) {
+      const bytes = Buffer.from(JSON.stringify(decl));
+      return applyDeclaration(env, {
+        received: receiveDeclaration(bytes, { source: 'test' }),
+        origin: 'local',
+        trigger: 'apply',
+        dryRun: false,
+        mayChangeMode: false,
+        ...request,
+      });
+    },
+    cleanup,
+  };
+}
+
+export function put(root: string, path: string, content: string, mode = 0o644): void {
+  writeFileSync(join(root, path), content, { mode });
+}
+
+export function reportOf(result: ApplyResult) {
+  if (result.kind !== 'applied') throw new Error(`expected an applied result, got ${result.kind}: ${JSON.stringify(result)}`);
+  return result.report;
+}
