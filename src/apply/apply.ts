@@ -12,6 +12,8 @@ import type { Clock } from '../system/clock.js';
 import type { Logger } from '../system/log.js';
 import { orderProblem } from './order.js';
 import { sayApplyDetail } from './say.js';
+import type { ManagerChoice } from '../services/choose.js';
+import { serviceRuntime } from '../services/runtime.js';
 
 /** Everything an apply needs from the host, passed in. */
 export interface HostEnv {
@@ -25,6 +27,10 @@ export interface HostEnv {
   handlers: HandlerTable;
   /** The facts a report carries (links, filters…); an apply from a file may know none. */
   facts?: () => Promise<Partial<Facts>>;
+  /** The service manager, asked for only when an apply has services to converge or remove. */
+  serviceManager?: () => Promise<ManagerChoice>;
+  /** The pause between a unit's two looks (default 1.5 s). */
+  verifyPauseMs?: number;
 }
 
 export interface ApplyRequest {
@@ -65,6 +71,17 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
   const refusal = orderProblem(declaration, digest, store.state.lastApplied) ?? modeProblem(store.state.mode, declaration.mode, request.mayChangeMode);
   if (refusal) return { kind: 'refused', reason: refusal, details: [] };
 
+  const needsServices =
+    declaration.resources.some((r) => r.type === 'service') || Object.values(store.state.records).some((r) => r.type === 'service' && r.origin === request.origin);
+  let services: ConvergeContext['services'];
+  if (needsServices) {
+    const choice = await env.serviceManager?.();
+    if (!choice?.manager) {
+      return { kind: 'refused', reason: `services are declared or recorded, but ${choice?.reason ?? 'no service manager is provided'}; nothing was touched`, details: [] };
+    }
+    services = serviceRuntime(choice.manager, env.clock, env.verifyPauseMs ?? 1500);
+  }
+
   const fs = new RootedFs(env.root);
   try {
     const ctx: ConvergeContext = {
@@ -79,6 +96,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       removing: new Set(),
       changedFiles: new Set(),
       changedPaths: new Set(),
+      ...(services ? { services } : {}),
     };
     const planned = await planDeclaration(declaration, ctx, env.handlers);
     const plan: Plan = { steps: planSteps(planned) };
@@ -98,6 +116,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       said.push(store.state.mode === undefined ? `mode recorded: ${declaration.mode}` : `mode changed by the mesh: ${store.state.mode} → ${declaration.mode}`);
     }
     const outcome = await applyPlan(planned, ctx, env.handlers);
+    if (services?.verified) said.push(`second look at ${services.verified.units.join(', ')} after a pause of ${services.verified.pausedMs} ms`);
     const heldSteps = outcome.steps.filter((s) => s.status === 'held');
     const finishedAt = env.clock.now().toISOString();
     const facts = await env.facts?.();

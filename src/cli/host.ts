@@ -3,7 +3,8 @@ import { join, resolve } from 'node:path';
 import { loadConfig, type HostConfig } from '../config/config.js';
 import { acquireLock, type HeldLock } from '../store/lock.js';
 import { ensureStateDir, Store } from '../store/store.js';
-import { BASE_HANDLERS } from '../resources/converge.js';
+import { HANDLERS } from '../apply/handlers.js';
+import { chooseServiceManager, type ManagerChoice } from '../services/choose.js';
 import { systemAccounts } from '../resources/accounts.js';
 import type { HostEnv } from '../apply/apply.js';
 import { DEFAULT_CONFIG, DEFAULT_STATE_DIR, stringFlag, type CommandContext } from './context.js';
@@ -43,6 +44,7 @@ export async function withHost<T>(ctx: CommandContext, command: string, run: (ho
   const lock: HeldLock = await acquireLock(paths.stateDir, { command: `mesh-host ${command}`, timeoutMs: config.lockTimeoutMs });
   try {
     const store = Store.open(paths.stateDir, ctx.log);
+    let choice: Promise<ManagerChoice> | undefined;
     const env: HostEnv = {
       node: config.node,
       root: paths.root,
@@ -51,7 +53,9 @@ export async function withHost<T>(ctx: CommandContext, command: string, run: (ho
       log: ctx.log,
       clock: ctx.clock,
       accounts: systemAccounts(),
-      handlers: BASE_HANDLERS,
+      handlers: HANDLERS,
+      serviceManager: () => (choice ??= chooseServiceManager(ctx.runner, config.serviceManager)),
+      verifyPauseMs: config.verifyPauseMs,
     };
     return await run({ paths, config, store, env, hasKeptDeclaration: existsSync(join(paths.stateDir, KEPT_DECLARATION)) });
   } finally {

@@ -1,6 +1,7 @@
 import type { Declaration, Resource } from '../declaration/schema.js';
 import { targetOf } from '../declaration/schema.js';
 import type { ResourceRecord } from '../store/state.js';
+import { queryUnits } from '../services/runtime.js';
 import { directoryHandler } from './directory.js';
 import { fileHandler } from './file.js';
 import type { Checked, ConvergeContext, ResourceHandler, Step, StepResult } from './types.js';
@@ -45,6 +46,9 @@ export async function planDeclaration(declaration: Declaration, ctx: ConvergeCon
   const items: PlanItem[] = [];
   const removals = recordsToRemove(declaration, ctx);
   for (const record of removals) ctx.removing.add(record.target);
+  // Every unit the apply needs, in one batched read of the service manager.
+  const units = [...removals.filter((r) => r.type === 'service').map((r) => r.target), ...declaration.resources.flatMap((r) => (r.type === 'service' ? [r.unit] : []))];
+  if (ctx.services && units.length > 0) await queryUnits(ctx.services, units);
   for (const record of removals) {
     items.push({ kind: 'remove', record, checked: await handlerFor(handlers, record.type).remove(record, ctx, false) });
   }
@@ -98,6 +102,15 @@ export async function applyPlan(plan: Plan, ctx: ConvergeContext, handlers: Hand
       const message = (err as Error).message;
       error = { resource: planned.step.resource, message };
       steps.push({ ...planned.step, status: 'failed', detail: message });
+    }
+  }
+  // Checks that need the steps done first (the services' second look) run even after a failure:
+  // the units acted on before it are on the machine either way, and the report must say how they are.
+  for (const handler of new Set(Object.values(handlers))) {
+    for (const failure of (await handler?.verify?.(ctx)) ?? []) {
+      const step = steps.find((s) => s.resource === failure.resource);
+      if (step) Object.assign(step, { status: 'failed', detail: failure.message });
+      error ??= { resource: failure.resource, message: failure.message };
     }
   }
   return error ? { steps, error } : { steps };

@@ -4,6 +4,7 @@ import type { Origin, ResourceRecord } from '../store/state.js';
 import type { Logger } from '../system/log.js';
 import type { Accounts } from './accounts.js';
 import type { RootedFs } from './rooted-fs.js';
+import type { ServiceRuntime } from '../services/runtime.js';
 
 /** One step of a plan (DESIGN §10): no actions means nothing to do. */
 export interface Step {
@@ -49,6 +50,8 @@ export interface ConvergeContext {
   changedFiles: Set<string>;
   /** Targets of the files changed by this apply, for daemon-reload. */
   changedPaths: Set<string>;
+  /** Present when the declaration or the footprint holds services. */
+  services?: ServiceRuntime;
 }
 
 /**
@@ -58,6 +61,8 @@ export interface ConvergeContext {
 export interface ResourceHandler<R extends Resource = Resource> {
   converge(resource: R, ctx: ConvergeContext, apply: boolean): Promise<Checked>;
   remove(record: ResourceRecord, ctx: ConvergeContext, apply: boolean): Promise<Checked>;
+  /** Read once the steps are done (the services' second look): failures fail their steps. */
+  verify?(ctx: ConvergeContext): Promise<Array<{ resource: string; message: string }>>;
 }
 
 export function stepOf(resource: Resource | ResourceRecord, target: string, actions: string[]): Step {

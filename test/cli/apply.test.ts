@@ -92,12 +92,21 @@ describe('mesh-host apply', () => {
     expect(hashTree(s.root)).toEqual(before);
   });
 
-  it('refuses archives and services as not supported yet, touching nothing', async () => {
+  it('refuses archives as not supported yet, touching nothing', async () => {
+    const s = setup([{ type: 'directory', id: 'a', path: '/srv/a' }, { type: 'archive', id: 'bin', path: '/srv/bin', sha256: 'a'.repeat(64), source: 'H4sI' }]);
+    const before = hashTree(s.root);
+    const result = await runCli('mesh-host', ['apply', s.decl, ...s.flags]);
+    expect(result.code).toBe(3);
+    expect(result.stderr).toContain("/resources/1 (archive 'bin'): not supported yet");
+    expect(hashTree(s.root)).toEqual(before);
+  });
+
+  it('refuses services where no service manager functions, naming why, touching nothing', async () => {
     const s = setup([{ type: 'directory', id: 'a', path: '/srv/a' }, { type: 'service', id: 'svc', unit: 'x.service', state: 'running' }]);
     const before = hashTree(s.root);
     const result = await runCli('mesh-host', ['apply', s.decl, ...s.flags]);
     expect(result.code).toBe(3);
-    expect(result.stderr).toContain("/resources/1 (service 'svc'): not supported yet");
+    expect(result.stderr).toMatch(/services are declared or recorded, but no service manager functions here: systemd: .*not the init/);
     expect(hashTree(s.root)).toEqual(before);
   });
 

@@ -1,0 +1,109 @@
+import { assign, setup } from 'xstate';
+
+/** What a look saw: only the facts the verdict is decided on. */
+export interface Look {
+  activeState: string;
+  subState: string;
+  result: string;
+  invocationId: string;
+  nRestarts: number;
+  /** A job is queued (a start asked for and not yet begun). */
+  job: boolean;
+  /** Milliseconds since the action. */
+  sinceActionMs: number;
+}
+
+export type WatchVerdict = { accepted: true; unit: string } | { accepted: false; unit: string; message: string };
+
+export interface WatcherInput {
+  unit: string;
+  action: 'start' | 'restart' | 'reload';
+}
+
+type WatcherEvent = { type: 'FIRST_LOOK'; look: Look } | { type: 'SECOND_LOOK'; look: Look };
+
+const running = (l: Look) => l.activeState === 'active' || l.activeState === 'reloading';
+const starting = (l: Look) => l.activeState === 'activating' || (l.job && l.activeState === 'inactive');
+const state = (l: Look) => `ActiveState=${l.activeState}, SubState=${l.subState}, Result=${l.result}`;
+
+/**
+ * The two looks at one unit the apply started, restarted or reloaded (ADR 184). It decides; the
+ * apply reads the unit and sends what it saw. Pure: no I/O, no timers (the pause is the apply's,
+ * shared by every unit).
+ */
+export const unitWatcherMachine = setup({
+  types: {
+    input: {} as WatcherInput,
+    context: {} as WatcherInput & { first?: Look; verdict?: WatchVerdict },
+    events: {} as WatcherEvent,
+    output: {} as WatchVerdict,
+  },
+  guards: {
+    /** Neither running nor starting right after the action: dead at once. */
+    deadAtFirstLook: ({ event }) => event.type === 'FIRST_LOOK' && !running(event.look) && !starting(event.look),
+    /** Its invocation changed or the manager restarted it between the looks: it died in between. */
+    restartedBetweenLooks: ({ context, event }) =>
+      event.type === 'SECOND_LOOK' &&
+      context.first !== undefined &&
+      ((context.first.invocationId !== '' && event.look.invocationId !== context.first.invocationId) || event.look.nRestarts > context.first.nRestarts),
+    /** Not running and not starting at the second look. */
+    deadAtSecondLook: ({ event }) => event.type === 'SECOND_LOOK' && !running(event.look) && !starting(event.look),
+  },
+}).createMachine({
+  id: 'unitWatcher',
+  context: ({ input }) => ({ ...input }),
+  initial: 'awaitingFirstLook',
+  states: {
+    awaitingFirstLook: {
+      on: {
+        FIRST_LOOK: [
+          {
+            guard: 'deadAtFirstLook',
+            target: 'failed',
+            actions: assign({
+              verdict: ({ context, event }) => ({
+                accepted: false as const,
+                unit: context.unit,
+                message: `${context.unit} is not running right after ${context.action} (${state(event.look)}, seen ${Math.round(event.look.sinceActionMs)} ms after the action)`,
+              }),
+            }),
+          },
+          { target: 'awaitingSecondLook', actions: assign({ first: ({ event }) => event.look }) },
+        ],
+      },
+    },
+    awaitingSecondLook: {
+      on: {
+        SECOND_LOOK: [
+          {
+            guard: 'restartedBetweenLooks',
+            target: 'failed',
+            actions: assign({
+              verdict: ({ context, event }) => ({
+                accepted: false as const,
+                unit: context.unit,
+                message: `${context.unit} was restarted by the service manager ${Math.max(1, event.look.nRestarts - (context.first?.nRestarts ?? 0))} times between the looks (${state(event.look)}, seen ${Math.round(event.look.sinceActionMs)} ms after the ${context.action})`,
+              }),
+            }),
+          },
+          {
+            guard: 'deadAtSecondLook',
+            target: 'failed',
+            actions: assign({
+              verdict: ({ context, event }) => ({
+                accepted: false as const,
+                unit: context.unit,
+                message: `${context.unit} was ${context.first && running(context.first) ? 'running' : 'starting'} at the first look and is not at the second (${state(event.look)}, seen ${Math.round(event.look.sinceActionMs)} ms after the ${context.action})`,
+              }),
+            }),
+          },
+          // Running, or still starting: accepted. This is never a wait for a unit to come up.
+          { target: 'accepted', actions: assign({ verdict: ({ context }) => ({ accepted: true as const, unit: context.unit }) }) },
+        ],
+      },
+    },
+    accepted: { type: 'final' },
+    failed: { type: 'final' },
+  },
+  output: ({ context }) => context.verdict!,
+});

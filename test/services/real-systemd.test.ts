@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Resource } from '../../src/declaration/schema.js';
+import type { Report } from '../../src/report/report.js';
+import { projectDir } from '../support/cli.js';
+import { containerUnavailable, startSystemdContainer, type SystemdContainer } from '../support/systemd-container.js';
+import { scratch } from '../support/tree.js';
+
+/**
+ * The decision record's scenarios on a real systemd, booted in a container over a volatile copy of
+ * this machine's root, with mesh-host running inside it. The container's / is a throwaway tmpfs, so
+ * mesh-host converges it as its --root: unit files land where that systemd reads them.
+ */
+const unavailable = containerUnavailable();
+describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a real systemd${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
+  let container: SystemdContainer;
+  let work: ReturnType<typeof scratch>;
+  let n = 0;
+
+  beforeAll(async () => {
+    work = scratch('mesh-host-systemd-');
+    container = await startSystemdContainer({ binds: [projectDir.replace(/\/$/, ''), work.dir] });
+  });
+  afterAll(async () => {
+    await container?.stop();
+    work?.cleanup();
+  });
+
+  const unitFile = (name: string, body: string): Resource => ({ type: 'file', id: `${name}-unit`, path: `/etc/systemd/system/${name}.service`, content: `[Unit]\nDescription=${name}\n\n[Service]\n${body}\n` });
+  const service = (name: string, extra: object = {}): Resource => ({ type: 'service', id: name, unit: `${name}.service`, state: 'running', restartOn: [`${name}-unit`], ...extra });
+
+  /** One `mesh-host apply` inside the container, with its own state directory. */
+  async function apply(resources: Resource[], options: { state?: string; sequence?: number } = {}): Promise<{ code: number | null; report: Report; stderr: string }> {
+    const dir = join(work.dir, `case-${++n}`);
+    mkdirSync(dir, { recursive: true });
+    const decl = join(dir, 'decl.json');
+    writeFileSync(decl, JSON.stringify({ version: 1, node: 'ct', mode: 'converged', sequence: options.sequence ?? 1, resources: [{ type: 'directory', id: 'unit-dir', path: '/etc/systemd/system', take: true }, ...resources] }));
+    const config = join(dir, 'host.json');
+    writeFileSync(config, JSON.stringify({ node: 'ct', verifyPauseMs: 1500 }));
+    const state = options.state ?? join(dir, 'state');
+    const result = await container.exec(process.execPath, [join(projectDir, 'bin/mesh-host'), 'apply', decl, '--json', '--root', '/', '--state-dir', state, '--config', config, '--log-level', 'warn'], 60_000);
+    const parsed = JSON.parse(result.stdout) as { report: Report };
+    return { code: result.code, report: parsed.report, stderr: result.stderr };
+  }
+
+  const show = async (unit: string) => {
+    const r = await container.exec('systemctl', ['show', '-p', 'ActiveState,InvocationID,NRestarts', unit]);
+    return Object.fromEntries(r.stdout.trim().split('\n').map((l) => l.split('=') as [string, string]));
+  };
+
+  it('a unit that dies 0.22 s after starting fails the apply, named', async () => {
+    const { code, report } = await apply([unitFile('dies', "ExecStart=/bin/sh -c 'sleep 0.22; exit 1'"), service('dies')]);
+    expect(code).toBe(1);
+    expect(report.outcome).toBe('failed');
+    expect(report.error?.resource).toBe('dies');
+    expect(report.error?.message).toMatch(/^dies\.service was running at the first look and is not at the second \(ActiveState=failed, SubState=failed, Result=exit-code, seen \d+ ms after the start\)/);
+  });
+
+  it('a unit with Restart=always that keeps dying fails', async () => {
+    const { code, report } = await apply([unitFile('flaps', "ExecStart=/bin/sh -c 'sleep 0.1; exit 1'\nRestart=always\nRestartSec=300ms"), service('flaps')]);
+    expect(code).toBe(1);
+    expect(report.error?.resource).toBe('flaps');
+    expect(report.error?.message).toMatch(/flaps\.service (was restarted by the service manager \d+ times between the looks|was running at the first look and is not at the second)/);
+  });
+
+  it('a Type=notify unit slow to become ready is accepted: never a wait for it to come up', async () => {
+    const { code, report } = await apply([unitFile('slow', "Type=notify\nNotifyAccess=all\nExecStart=/bin/sh -c 'sleep 20; systemd-notify --ready; exec sleep 1000'"), service('slow')]);
+    expect(code, JSON.stringify(report)).toBe(0);
+    expect(report.outcome).toBe('converged');
+    expect((await show('slow.service')).ActiveState).toBe('activating');
+  });
+
+  it('a unit declared stopped is not paused for', async () => {
+    const first = await apply([unitFile('calm', 'ExecStart=/bin/sleep 1000'), service('calm')]);
+    expect(first.code).toBe(0);
+    expect(first.report.said).toContainEqual(expect.stringMatching(/^second look at calm\.service after a pause of 1[0-9]{3} ms$/));
+    const { code, report } = await apply([unitFile('calm', 'ExecStart=/bin/sleep 1000'), service('calm', { state: 'stopped' })]);
+    expect(code).toBe(0);
+    expect(report.steps.find((s) => s.resource === 'calm')!.actions).toEqual(['stop']);
+    expect(report.said.some((s) => s.startsWith('second look'))).toBe(false);
+  });
+
+  it('a file change restarts exactly the unit that names it, once', async () => {
+    const state = join(work.dir, 'restart-state');
+    const units = (config: string): Resource[] => [
+      unitFile('r1', 'ExecStart=/bin/sleep 1000'),
+      unitFile('r2', 'ExecStart=/bin/sleep 1000'),
+      unitFile('r3', 'ExecStart=/bin/sleep 1000'),
+      { type: 'file', id: 'r2-conf', path: '/etc/r2.conf', content: config },
+      service('r1'),
+      service('r2', { restartOn: ['r2-unit', 'r2-conf'] }),
+      service('r3'),
+    ];
+    expect((await apply(units('a'), { state })).code).toBe(0);
+    const before = await Promise.all(['r1', 'r2', 'r3'].map((u) => show(`${u}.service`)));
+    const { code, report } = await apply(units('b'), { state, sequence: 2 });
+    expect(code).toBe(0);
+    const after = await Promise.all(['r1', 'r2', 'r3'].map((u) => show(`${u}.service`)));
+    expect(after[0]!.InvocationID).toBe(before[0]!.InvocationID);
+    expect(after[1]!.InvocationID).not.toBe(before[1]!.InvocationID);
+    expect(after[2]!.InvocationID).toBe(before[2]!.InvocationID);
+    expect(report.steps.filter((s) => s.type === 'service').map((s) => s.actions)).toEqual([[], ['restart (r2-conf changed)'], []]);
+  });
+
+  it('a unit that does not exist, declared stopped, fails, named', async () => {
+    const { code, report } = await apply([{ type: 'service', id: 'ghost', unit: 'ghost.service', state: 'stopped' }]);
+    expect(code).toBe(1);
+    expect(report.error).toEqual({ resource: 'ghost', message: expect.stringMatching(/^ghost\.service does not exist \(LoadState=not-found\)/) });
+  });
+});
