@@ -54,7 +54,7 @@ export function parseCommandLine(spec: ProgramSpec, argv: readonly string[]): Pa
   }
 
   const [command, ...args] = positionals;
-  if (command !== undefined && !(command in spec.commands)) {
+  if (command !== undefined && !Object.hasOwn(spec.commands, command)) {
     const near = closest(command, Object.keys(spec.commands));
     throw usageError(`unknown command '${command}'${near ? ` (did you mean '${near}'?)` : ''}`);
   }

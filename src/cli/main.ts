@@ -47,7 +47,7 @@ async function dispatch(spec: ProgramSpec, commands: CommandTable, argv: readonl
     return EXIT.ok;
   }
   const json = parsed.flags.json === true;
-  const load = commands[parsed.command];
+  const load = Object.hasOwn(commands, parsed.command) ? commands[parsed.command] : undefined;
   if (!load) {
     process.stderr.write(`${spec.name}: '${parsed.command}' is not implemented yet\n`);
     return EXIT.usage;
@@ -91,5 +91,5 @@ async function dispatch(spec: ProgramSpec, commands: CommandTable, argv: readonl
 }
 
 function commandIn(spec: ProgramSpec, argv: readonly string[]): string | undefined {
-  return argv.find((a) => a in spec.commands);
+  return argv.find((a) => Object.hasOwn(spec.commands, a));
 }

@@ -66,7 +66,7 @@ function checkOneResource(resource: unknown, at: string): Problem[] {
     return [{ path: at, message: 'a resource is a JSON object' }];
   }
   const type = (resource as { type?: unknown }).type;
-  if (typeof type !== 'string' || !(type in checkResource)) {
+  if (typeof type !== 'string' || !Object.hasOwn(checkResource, type)) {
     return [{ path: `${at}/type`, message: `unknown resource type ${JSON.stringify(type)} (directory, file, archive or service)` }];
   }
   const check = checkResource[type as keyof typeof checkResource];

@@ -118,6 +118,15 @@ export class Store {
   }
 }
 
+/** Reads the store without taking the lock or cleaning anything: for read-only commands (inventory). */
+export function peekState(stateDir: string): StoreState | undefined {
+  try {
+    return parseState(readFileSync(join(stateDir, STATE_FILE), 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
 function parseState(text: string): StoreState {
   const value = JSON.parse(text) as Partial<StoreState>;
   if (typeof value !== 'object' || value === null || value.version !== 1) throw new Error('not a version 1 store');

@@ -36,6 +36,8 @@ describe('command line', () => {
       [['inventory', '--dry-run'], '--dry-run is not an option of'],
       [['apply', 'f', '--root'], 'root'],
       [[], 'no command given'],
+      [['toString'], "unknown command 'toString'"],
+      [['__proto__'], "unknown command '__proto__'"],
     ] as const) {
       const err = refusal(() => parse(...argv));
       expect(err.exitCode, argv.join(' ')).toBe(2);

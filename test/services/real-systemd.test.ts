@@ -101,6 +101,14 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a rea
     expect(after[1]!.InvocationID).not.toBe(before[1]!.InvocationID);
     expect(after[2]!.InvocationID).toBe(before[2]!.InvocationID);
     expect(report.steps.filter((s) => s.type === 'service').map((s) => s.actions)).toEqual([[], ['restart (r2-conf changed)'], []]);
+
+    // status and inventory show the declared services' states, read from this systemd.
+    for (const command of ['status', 'inventory']) {
+      const r = await container.exec(process.execPath, [join(projectDir, 'bin/mesh-host'), command, '--json', '--state-dir', state, '--log-level', 'warn']);
+      expect(r.code, r.stderr).toBe(0);
+      const services = (JSON.parse(r.stdout) as { services: Array<{ unit: string; activeState: string }> }).services;
+      expect(services.map((x) => `${x.unit} ${x.activeState}`)).toEqual(['r1.service active', 'r2.service active', 'r3.service active']);
+    }
   });
 
   it('a unit that does not exist, declared stopped, fails, named', async () => {

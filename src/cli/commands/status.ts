@@ -1,12 +1,14 @@
 import { output, type CommandContext } from '../context.js';
 import { EXIT } from '../../system/errors.js';
 import { withHost } from '../host.js';
+import { declaredServiceStates, formatServiceStates } from '../../services/declared.js';
 
 /** `mesh-host status`: mode, last applied, report sequence, footprint, held, last outcome. */
 export async function statusCommand(ctx: CommandContext): Promise<number> {
   return withHost(ctx, 'status', async (host) => {
     const s = host.store.state;
     const records = Object.values(s.records);
+    const services = await declaredServiceStates(s, records.some((r) => r.type === 'service') ? (await host.env.serviceManager!()).manager : undefined);
     const status = {
       node: host.config.node,
       mode: s.mode ?? null,
@@ -18,6 +20,7 @@ export async function statusCommand(ctx: CommandContext): Promise<number> {
       footprint: records,
       held: s.held,
       refusals: s.refusals,
+      services,
     };
     output(ctx, status, () =>
       [
@@ -28,6 +31,7 @@ export async function statusCommand(ctx: CommandContext): Promise<number> {
         `last outcome:    ${s.lastOutcome ? `${s.lastOutcome.outcome} at ${s.lastOutcome.at}${s.lastOutcome.message ? ` (${s.lastOutcome.message})` : ''}` : 'none'}`,
         `footprint:       ${records.length} record${records.length === 1 ? '' : 's'}`,
         ...records.map((r) => `  ${r.type.padEnd(9)} ${r.id.padEnd(20)} ${r.target}${r.created ? '' : ' (taken)'} [${r.origin}]`),
+        ...(Array.isArray(services) && services.length === 0 ? [] : ['services:', ...formatServiceStates(services)]),
         `held:            ${s.held.length}`,
         ...s.held.map((h) => `  ${h.target} (${h.id}): ${h.reason}`),
       ].join('\n'),
