@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pair in systemd-nspawn:systemd-container nats-server:nats-server nft:nftables ip:iproute2 strace:strace dot:graphviz nsenter:util-linux; do
+for pair in systemd-nspawn:systemd-container nats-server:nats-server nft:nftables ip:iproute2 strace:strace dot:graphviz nsenter:util-linux /usr/bin/time:time; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -116,12 +116,12 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       said.push(store.state.mode === undefined ? `mode recorded: ${declaration.mode}` : `mode changed by the mesh: ${store.state.mode} → ${declaration.mode}`);
     }
     const outcome = await applyPlan(planned, ctx, env.handlers);
-    if (services?.verified) said.push(`second look at ${services.verified.units.join(', ')} after a pause of ${services.verified.pausedMs} ms`);
+    if (services?.verified) said.push(`second look at ${services.verified.units.join(', ')} after a pause of ${services.verified.pausedMs} ms (verifying took ${services.verified.tookMs} ms)`);
     const heldSteps = outcome.steps.filter((s) => s.status === 'held');
     const finishedAt = env.clock.now().toISOString();
     const facts = await env.facts?.();
     let report!: Report;
-    store.update((state) => {
+    store.updateHead((state) => {
       state.mode = declaration.mode;
       state.held = heldSteps.map((s) => ({ id: s.resource, target: s.target, reason: s.detail ?? 'held' }));
       state.lastApplied = {

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import { createOperator, fromPublic, fromSeed } from '@nats-io/nkeys';
+
+/** nkeys is loaded only when a signature is made or checked: start-up without an envelope does not pay for it. */
+const nkeys = () => import('@nats-io/nkeys');
 
 /** What the link and genesis carry: Ed25519 (an operator nkey) over the payload bytes. */
 export interface Envelope {
@@ -18,8 +20,8 @@ export function isEnvelope(value: unknown): value is Envelope {
   return keys.length === 3 && keys[0] === 'key' && keys[1] === 'payload' && keys[2] === 'signature';
 }
 
-export function sign(payload: Uint8Array, seed: string): Envelope {
-  const pair = fromSeed(new TextEncoder().encode(seed.trim()));
+export async function sign(payload: Uint8Array, seed: string): Promise<Envelope> {
+  const pair = (await nkeys()).fromSeed(new TextEncoder().encode(seed.trim()));
   return {
     payload: Buffer.from(payload).toString('base64'),
     key: pair.getPublicKey(),
@@ -33,7 +35,7 @@ export type Opened = { ok: true; payload: Buffer; key: string } | { ok: false; r
  * Checks the signature before anything reads the payload. With a pinned key the envelope must be
  * signed by it; without one, only that the envelope is consistent with the key it names.
  */
-export function openEnvelope(envelope: Envelope, pinnedKey?: string): Opened {
+export async function openEnvelope(envelope: Envelope, pinnedKey?: string): Promise<Opened> {
   if (typeof envelope.payload !== 'string' || typeof envelope.key !== 'string' || typeof envelope.signature !== 'string') {
     return { ok: false, reason: 'the envelope fields payload, key and signature must be strings' };
   }
@@ -44,7 +46,7 @@ export function openEnvelope(envelope: Envelope, pinnedKey?: string): Opened {
   const signature = Buffer.from(envelope.signature, 'base64');
   let valid: boolean;
   try {
-    valid = fromPublic(envelope.key).verify(payload, signature);
+    valid = (await nkeys()).fromPublic(envelope.key).verify(payload, signature);
   } catch (err) {
     return { ok: false, reason: `the key ${envelope.key} is not an operator public key: ${(err as Error).message}` };
   }
@@ -58,7 +60,7 @@ export interface KeyPairFiles {
   publicKey: string;
 }
 
-export function newOperatorKey(): KeyPairFiles {
-  const pair = createOperator();
+export async function newOperatorKey(): Promise<KeyPairFiles> {
+  const pair = (await nkeys()).createOperator();
   return { seed: new TextDecoder().decode(pair.getSeed()), publicKey: pair.getPublicKey() };
 }

@@ -42,7 +42,7 @@ function parseJson(bytes: Buffer, source: string, what: string): unknown {
 }
 
 /** From bytes to a checked declaration: size, signature (before the payload is parsed), schema. */
-export function receiveDeclaration(bytes: Buffer, options: ReceiveOptions): Received {
+export async function receiveDeclaration(bytes: Buffer, options: ReceiveOptions): Promise<Received> {
   if (bytes.length > MAX_DECLARATION_BYTES) {
     throw refused(`${options.source}: ${bytes.length} bytes is over the bound of ${MAX_DECLARATION_BYTES}; not parsed, nothing was touched`);
   }
@@ -50,7 +50,7 @@ export function receiveDeclaration(bytes: Buffer, options: ReceiveOptions): Rece
   let payload = bytes;
   let signedBy: string | undefined;
   if (isEnvelope(outer)) {
-    const opened = openEnvelope(outer, options.pinnedKey);
+    const opened = await openEnvelope(outer, options.pinnedKey);
     if (!opened.ok) throw refused(`${options.source}: signature refused: ${opened.reason}; nothing was touched`);
     payload = opened.payload;
     signedBy = opened.key;
@@ -58,7 +58,7 @@ export function receiveDeclaration(bytes: Buffer, options: ReceiveOptions): Rece
     throw refused(`${options.source}: not a signed envelope ({payload, key, signature}); nothing was touched`);
   }
   const value = signedBy === undefined ? outer : parseJson(payload, options.source, 'the signed payload');
-  const validated = validateDeclaration(value, options.node === undefined ? {} : { node: options.node });
+  const validated = await validateDeclaration(value, options.node === undefined ? {} : { node: options.node });
   if (!validated.ok) refuseProblems(options.source, validated.problems);
   return { declaration: validated.declaration, digest: digestOf(payload), bytes, ...(signedBy ? { signedBy } : {}) };
 }

@@ -98,8 +98,3 @@ export interface Declaration {
   sequence: number;
   resources: Resource[];
 }
-
-/** Where a resource sits on the machine: a path, or a unit. */
-export function targetOf(resource: Resource): string {
-  return resource.type === 'service' ? resource.unit : resource.path;
-}

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
-import { Compile } from 'typebox/compile';
-import { DeclarationHead, RESOURCE_SCHEMAS, type Declaration, type Resource } from './schema.js';
+import type { Declaration, Resource } from './schema.js';
+import { checkHead, checkResource } from './checks.generated.js';
 
 /** One thing wrong with a declaration, at its JSON path. */
 export interface Problem {
@@ -8,10 +8,16 @@ export interface Problem {
   message: string;
 }
 
-const checkHead = Compile(DeclarationHead);
-const checkResource = Object.fromEntries(
-  Object.entries(RESOURCE_SCHEMAS).map(([type, schema]) => [type, Compile(schema)]),
-) as { [K in keyof typeof RESOURCE_SCHEMAS]: ReturnType<typeof Compile<(typeof RESOURCE_SCHEMAS)[K]>> };
+/**
+ * A valid declaration is checked by standalone validators generated from the schema at build time
+ * (scripts/gen-checks.ts), so start-up loads no schema compiler. Only an invalid one loads TypeBox,
+ * to name each problem by its JSON path.
+ */
+async function explain(value: unknown, schema: 'head' | keyof typeof checkResource, prefix: string): Promise<Problem[]> {
+  const [{ Compile }, { DeclarationHead, RESOURCE_SCHEMAS }] = await Promise.all([import('typebox/compile'), import('./schema.js')]);
+  const validator = Compile(schema === 'head' ? DeclarationHead : RESOURCE_SCHEMAS[schema]);
+  return describe(validator.Errors(value) as Iterable<SchemaError>, prefix);
+}
 
 interface SchemaError {
   instancePath: string;
@@ -41,11 +47,12 @@ export type Validated = { ok: true; declaration: Declaration } | { ok: false; pr
  * The whole vocabulary, strictly: anything outside it refuses the whole declaration, and every
  * problem is named by its JSON path. Reads nothing on the machine.
  */
-export function validateDeclaration(value: unknown, options: ValidateOptions = {}): Validated {
+export async function validateDeclaration(value: unknown, options: ValidateOptions = {}): Promise<Validated> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, problems: [{ path: '/', message: 'a declaration is a JSON object' }] };
   }
-  const problems = describe(checkHead.Errors(value) as Iterable<SchemaError>, '').filter((p) => !p.path.startsWith('/resources/'));
+  // Check first (compiled, fast); ask for the errors only of what fails.
+  const problems = checkHead(value) ? [] : (await explain(value, 'head', '')).filter((p) => !p.path.startsWith('/resources/'));
   const raw = value as { version?: unknown; node?: unknown; resources?: unknown };
   if (raw.version !== undefined && raw.version !== 1) {
     problems.splice(0, problems.length, ...problems.filter((p) => p.path !== '/version'));
@@ -55,13 +62,17 @@ export function validateDeclaration(value: unknown, options: ValidateOptions = {
     problems.push({ path: '/node', message: `declared for node '${raw.node}', but this is '${options.node}'` });
   }
   const resources = Array.isArray(raw.resources) ? (raw.resources as unknown[]) : [];
-  problems.push(...resources.flatMap((r, i) => checkOneResource(r, `/resources/${i}`)));
+  for (let i = 0; i < resources.length; i++) {
+    const found = checkOneResource(resources[i], `/resources/${i}`);
+    problems.push(...(found instanceof Promise ? await found : found));
+  }
   if (problems.length === 0) problems.push(...checkRelations(resources as Resource[]));
   if (problems.length > 0) return { ok: false, problems };
   return { ok: true, declaration: value as Declaration };
 }
 
-function checkOneResource(resource: unknown, at: string): Problem[] {
+/** Synchronous for a valid resource (the hot path); a promise of its problems otherwise. */
+function checkOneResource(resource: unknown, at: string): Problem[] | Promise<Problem[]> {
   if (typeof resource !== 'object' || resource === null || Array.isArray(resource)) {
     return [{ path: at, message: 'a resource is a JSON object' }];
   }
@@ -69,22 +80,23 @@ function checkOneResource(resource: unknown, at: string): Problem[] {
   if (typeof type !== 'string' || !Object.hasOwn(checkResource, type)) {
     return [{ path: `${at}/type`, message: `unknown resource type ${JSON.stringify(type)} (directory, file, archive or service)` }];
   }
-  const check = checkResource[type as keyof typeof checkResource];
-  const problems = describe(check.Errors(resource) as Iterable<SchemaError>, at);
   const path = (resource as { path?: unknown }).path;
-  if (typeof path === 'string' && problems.every((p) => p.path !== `${at}/path`)) {
-    const why = pathProblem(path);
-    if (why) problems.push({ path: `${at}/path`, message: why });
-  }
-  return problems;
+  const why = typeof path === 'string' ? pathProblem(path) : undefined;
+  if (checkResource[type as keyof typeof checkResource](resource)) return why ? [{ path: `${at}/path`, message: why }] : [];
+  return explain(resource, type as keyof typeof checkResource, at).then((problems) =>
+    why && problems.every((p) => p.path !== `${at}/path`) ? [...problems, { path: `${at}/path`, message: why }] : problems,
+  );
 }
+
+/** A doubled slash, a '.' or '..' component, or a trailing slash. */
+const NOT_NORMAL = /\/\/|\/\.\.?(\/|$)|\/$/;
 
 /** Absolute and normal: no '.', '..', doubled or trailing slashes, no NUL; never the root itself. */
 export function pathProblem(path: string): string | undefined {
   if (!path.startsWith('/')) return `'${path}' is not absolute`;
   if (path.includes('\0')) return 'a path may not hold a NUL byte';
   if (path === '/') return 'the root itself cannot be a resource';
-  if (posix.normalize(path) !== path || path.endsWith('/') || path.split('/').some((c) => c === '.' || c === '..')) {
+  if (NOT_NORMAL.test(path)) {
     return `'${path}' is not a normal path (it normalises to '${posix.normalize(path).replace(/\/$/, '') || '/'}')`;
   }
   return undefined;

@@ -1,5 +1,4 @@
 import type { Declaration, Resource } from '../declaration/schema.js';
-import { targetOf } from '../declaration/schema.js';
 import type { ResourceRecord } from '../store/state.js';
 import { queryUnits } from '../services/runtime.js';
 import { directoryHandler } from './directory.js';
@@ -26,6 +25,11 @@ function handlerFor(handlers: HandlerTable, type: Resource['type']): ResourceHan
   const handler = handlers[type] as ResourceHandler | undefined;
   if (!handler) throw new Error(`no handler for ${type} resources`);
   return handler;
+}
+
+/** Where a resource sits on the machine: a path, or a unit. */
+export function targetOf(resource: Resource): string {
+  return resource.type === 'service' ? resource.unit : resource.path;
 }
 
 /** Records this declaration lets go of: of its own origin, and no longer declared as they are. */

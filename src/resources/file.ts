@@ -1,15 +1,26 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { writeFileSync, readFileSync, unlinkSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Stats } from 'node:fs';
 import type { FileResource } from '../declaration/schema.js';
-import type { ResourceRecord } from '../store/state.js';
+import type { ResourceRecord, SeenFile } from '../store/state.js';
 import { fsyncDirectory } from '../store/durable.js';
 import { foundVerdict, HELD_REASON, metaDrift, ownRecord, wantedMeta, type Wanted } from './ownership.js';
 import { PathRefused } from './rooted-fs.js';
 import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
 
 const contentOf = (r: FileResource) => Buffer.from(r.content, r.encoding === 'base64' ? 'base64' : 'utf8');
+
+const digestOf = (content: Buffer) => hash('sha256', content, 'base64');
+
+function seenOf(st: Stats, digest: string): SeenFile {
+  return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, digest };
+}
+
+/** The file is as the host last saw it whole, and the declaration asks for the same content. */
+function unchangedSince(seen: SeenFile | undefined, st: Stats, digest: string): boolean {
+  return seen !== undefined && seen.digest === digest && seen.ino === st.ino && seen.size === st.size && seen.mtimeMs === st.mtimeMs && seen.ctimeMs === st.ctimeMs;
+}
 
 /** "content (+3 −1 lines)" for text, a byte count otherwise; the diff is loaded only when content differs. */
 async function contentChange(before: Buffer, after: Buffer): Promise<string> {
@@ -50,16 +61,19 @@ export const fileHandler: ResourceHandler<FileResource> = {
     }
     const content = contentOf(resource);
     const record = ownRecord(ctx, resource.id, 'file', path);
-    const write = (w: Wanted) => {
+    const digest = digestOf(content);
+    /** Writes the file and returns what it now looks like, for the next apply's stat compare. */
+    const write = (w: Wanted): SeenFile => {
       ctx.fs.writeFile(path, content, w.mode, w.uid, w.gid);
       ctx.changedFiles.add(resource.id);
       ctx.changedPaths.add(path);
+      return seenOf(ctx.fs.lstat(path)!, digest);
     };
 
     if (st === undefined) {
       if (apply) {
-        write(want);
-        ctx.store.record({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: true, appliedAt: ctx.now() });
+        const seen = write(want);
+        ctx.store.record({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: true, seen, appliedAt: ctx.now() });
       }
       return { step: step(['create']), verb: 'create' };
     }
@@ -76,18 +90,25 @@ export const fileHandler: ResourceHandler<FileResource> = {
       const drift = await drifted(resource, ctx, st, content, want);
       if (apply) {
         const original = keepOriginal(ctx, resource, st);
-        if (drift.length > 0) write(want);
-        ctx.store.record({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: false, original, appliedAt: ctx.now() });
+        const seen = drift.length > 0 ? write(want) : seenOf(st, digest);
+        ctx.store.record({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: false, original, seen, appliedAt: ctx.now() });
       }
       return { step: step(['take', ...drift]), verb: 'take', detail: 'found here; taken over, the original kept' };
     }
 
-    // Ours: maintained, not set once; drift is returned.
+    // Ours: maintained, not set once; drift is returned. Unchanged since last seen whole: not read.
+    if (st.isFile() && unchangedSince(record.seen, st, digest) && metaDrift(st, want, ctx.accounts).length === 0 && st.nlink === 1) {
+      return { step: step([]), verb: 'none' };
+    }
     const drift = st.isSymbolicLink() ? ['symbolic link replaced by the file'] : await drifted(resource, ctx, st, content, want);
-    if (drift.length === 0) return { step: step([]), verb: 'none' };
+    if (drift.length === 0) {
+      // Read whole and found as declared (touched, or not seen yet): remember how it looks now.
+      ctx.store.record({ ...record, seen: seenOf(st, digest) });
+      return { step: step([]), verb: 'none' };
+    }
     if (apply) {
-      write(want);
-      ctx.store.record({ ...record, origin: ctx.origin, appliedAt: ctx.now() });
+      const seen = write(want);
+      ctx.store.record({ ...record, origin: ctx.origin, seen, appliedAt: ctx.now() });
     }
     return { step: step(drift), verb: 'update' };
   },

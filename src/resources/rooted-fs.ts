@@ -13,7 +13,7 @@ export class PathRefused extends Error {
   }
 }
 
-export type ParentLookup = { kind: 'dir'; fd: number } | { kind: 'missing'; missing: string };
+export type ParentLookup = { kind: 'dir'; fd: number; real: string } | { kind: 'missing'; missing: string };
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
@@ -24,9 +24,14 @@ const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
  * /proc/self/fd/DIR/NAME, so a link planted at or above a declared path is refused, not followed, and
  * a directory swapped after it was opened cannot redirect a write. Opened directories are cached for
  * the life of one apply (close() ends it).
+ *
+ * Reads for the check (lstat, content) go by the real path of a directory that was opened and found
+ * free of links in this apply, with O_NOFOLLOW on the last component: resolving /proc/self/fd costs
+ * three times a plain lookup, and the no-op apply is the hot path. Every write goes through the pinned
+ * descriptor, so a swap after the check can mislead a read, never redirect a write.
  */
 export class RootedFs {
-  private readonly dirs = new Map<string, number>();
+  private readonly dirs = new Map<string, { fd: number; real: string }>();
 
   constructor(readonly root: string) {}
 
@@ -37,7 +42,7 @@ export class RootedFs {
 
   private directory(dir: string): ParentLookup {
     const cached = this.dirs.get(dir);
-    if (cached !== undefined) return { kind: 'dir', fd: cached };
+    if (cached !== undefined) return { kind: 'dir', ...cached };
     let fd: number;
     if (dir === '/') {
       fd = openSync(this.root, constants.O_RDONLY | constants.O_DIRECTORY);
@@ -60,8 +65,9 @@ export class RootedFs {
         throw err;
       }
     }
-    this.dirs.set(dir, fd);
-    return { kind: 'dir', fd };
+    const real = dir === '/' ? this.root : `${this.root === '/' ? '' : this.root}${dir}`;
+    this.dirs.set(dir, { fd, real });
+    return { kind: 'dir', fd, real };
   }
 
   private linkTarget(dirFd: number, name: string): string {
@@ -77,7 +83,7 @@ export class RootedFs {
     const parent = this.parent(path);
     if (parent.kind !== 'dir') return undefined;
     try {
-      return lstatSync(at(parent.fd, posix.basename(path)));
+      return lstatSync(`${parent.real}/${posix.basename(path)}`);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;
@@ -92,7 +98,9 @@ export class RootedFs {
 
   /** Reads a regular file without following a link at its name. */
   readFile(path: string, size: number): Buffer {
-    const fd = openSync(at(this.requireParent(path), posix.basename(path)), constants.O_RDONLY | constants.O_NOFOLLOW);
+    const parent = this.parent(path);
+    if (parent.kind !== 'dir') throw new Error(`the directory ${parent.missing} does not exist`);
+    const fd = openSync(`${parent.real}/${posix.basename(path)}`, constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
       const buffer = Buffer.allocUnsafe(size);
       let read = 0;
@@ -190,7 +198,7 @@ export class RootedFs {
     }
     const cached = this.dirs.get(path);
     if (cached !== undefined) {
-      closeSync(cached);
+      closeSync(cached.fd);
       this.dirs.delete(path);
     }
     fsyncSync(dir);
@@ -198,7 +206,7 @@ export class RootedFs {
   }
 
   close(): void {
-    for (const fd of this.dirs.values()) closeSync(fd);
+    for (const { fd } of this.dirs.values()) closeSync(fd);
     this.dirs.clear();
   }
 }

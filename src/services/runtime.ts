@@ -22,7 +22,7 @@ export interface ServiceRuntime {
   /** How many times the manager was asked for states (the benchmark counts them). */
   queries: number;
   /** The second look this apply took, for the report: which units, after how long a pause. */
-  verified?: { units: string[]; pausedMs: number };
+  verified?: { units: string[]; pausedMs: number; tookMs: number };
 }
 
 export function serviceRuntime(manager: ServiceManager, clock: Clock, pauseMs: number): ServiceRuntime {

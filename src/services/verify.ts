@@ -14,11 +14,12 @@ export interface VerifyFailure {
  */
 export async function secondLook(runtime: ServiceRuntime): Promise<VerifyFailure[]> {
   if (runtime.watched.length === 0) return [];
+  const started = runtime.clock.monotonic();
   const lastAction = Math.max(...runtime.watched.map((w) => w.actedAt));
   const waited = runtime.clock.monotonic() - lastAction;
   const pausedMs = Math.max(0, runtime.pauseMs - waited);
   if (pausedMs > 0) await runtime.clock.sleep(pausedMs);
-  runtime.verified = { units: runtime.watched.map((w) => w.unit), pausedMs: Math.round(pausedMs) };
+
   const states = await queryUnits(runtime, [...new Set(runtime.watched.map((w) => w.unit))]);
   const now = runtime.clock.monotonic();
   for (const w of runtime.watched) {
@@ -27,6 +28,7 @@ export async function secondLook(runtime: ServiceRuntime): Promise<VerifyFailure
     else w.watcher.send({ type: 'SECOND_LOOK', look: { activeState: 'unknown', subState: 'unknown', result: 'the service manager said nothing of it', invocationId: '', nRestarts: 0, job: false, sinceActionMs: now - w.actedAt } });
   }
   const verdicts = await Promise.all(runtime.watched.map((w) => toPromise(w.watcher)));
+  runtime.verified = { units: runtime.watched.map((w) => w.unit), pausedMs: Math.round(pausedMs), tookMs: Math.round(runtime.clock.monotonic() - started) };
   const failures = verdicts.flatMap((v, i) => (v.accepted ? [] : [{ resource: runtime.watched[i]!.resource, message: v.message }]));
   runtime.watched = [];
   return failures;

@@ -14,6 +14,12 @@ export interface ResourceRecord {
   created: boolean;
   /** For a taken thing: what was there, kept so that removal gives it back. */
   original?: OriginalRecord;
+  /**
+   * For a file: what it looked like when the host last wrote or read it whole. When lstat still says
+   * the same (inode, size, mtime, ctime: a write cannot keep ctime) and the declared content hashes the
+   * same, the content is unchanged without reading it: the no-op apply is stat, compare, move on.
+   */
+  seen?: SeenFile;
   /** For an archive: what it unpacked (relative paths). */
   unpacked?: string[];
   appliedAt: string;
@@ -26,6 +32,15 @@ export interface OriginalRecord {
   gid: number;
   /** For a file: the kept copy under taken/, by name. */
   copy?: string;
+}
+
+export interface SeenFile {
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  /** sha256 (base64) of the content the host declared and found there. */
+  digest: string;
 }
 
 export interface HeldEntry {

@@ -21,9 +21,12 @@ export function ensureStateDir(stateDir: string): void {
  * durable, in order, and loud about anything dropped that nobody meant to drop.
  */
 export class Store {
-  private saved: StoreState;
+  /** The records the last save held (a shallow copy: records are replaced, never changed in place). */
+  private saved: Record<string, ResourceRecord>;
   private working: StoreState;
   private marked = new Map<string, 'forget' | 'release'>();
+  /** The records as last serialised: a no-op apply saves without serialising 10,000 records again. */
+  private recordsJson: string | undefined;
   private quiesced = false;
 
   private constructor(
@@ -33,7 +36,7 @@ export class Store {
     /** How many leftover temporary saves were removed at open. */
     readonly leftoversRemoved: number,
   ) {
-    this.saved = structuredClone(initial);
+    this.saved = { ...initial.records };
     this.working = initial;
   }
 
@@ -76,22 +79,31 @@ export class Store {
   /** Changes the working copy; nothing reaches the disk until save(). */
   update(change: (state: StoreState) => void): void {
     change(this.working);
+    this.recordsJson = undefined;
+  }
+
+  /** Changes everything but the records (mode, marks, sequences): the serialised records stay valid. */
+  updateHead(change: (state: Omit<StoreState, 'records'>) => void): void {
+    change(this.working);
   }
 
   record(record: ResourceRecord): void {
     this.working.records[record.id] = record;
     this.marked.delete(record.id);
+    this.recordsJson = undefined;
   }
 
   /** The thing was removed from the machine: dropping its record is meant. */
   forget(id: string): void {
     delete this.working.records[id];
+    this.recordsJson = undefined;
     this.marked.set(id, 'forget');
   }
 
   /** The host lets go of it on purpose, leaving it on the machine. */
   release(id: string): void {
     delete this.working.records[id];
+    this.recordsJson = undefined;
     this.marked.set(id, 'release');
   }
 
@@ -107,13 +119,15 @@ export class Store {
   /** Atomic and durable; says loudly each record the last save held that this one drops unmarked. */
   save(): void {
     if (this.quiesced) throw new Error('the store is quiesced: no save may start after the host began to end');
-    for (const id of Object.keys(this.saved.records)) {
-      if (!(id in this.working.records) && !this.marked.has(id)) {
-        this.log.error({ record: this.saved.records[id] }, `store: this save drops the record of '${id}', which nothing forgot or released`);
+    for (const id of Object.keys(this.saved)) {
+      if (!Object.hasOwn(this.working.records, id) && !this.marked.has(id)) {
+        this.log.error({ record: this.saved[id] }, `store: this save drops the record of '${id}', which nothing forgot or released`);
       }
     }
-    writeDurably(join(this.stateDir, STATE_FILE), Buffer.from(`${JSON.stringify(this.working, null, 1)}\n`));
-    this.saved = structuredClone(this.working);
+    const { records, ...rest } = this.working;
+    this.recordsJson ??= JSON.stringify(records);
+    writeDurably(join(this.stateDir, STATE_FILE), Buffer.from(`${JSON.stringify(rest).slice(0, -1)},"records":${this.recordsJson}}\n`));
+    this.saved = { ...this.working.records };
     this.marked.clear();
   }
 }

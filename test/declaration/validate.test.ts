@@ -18,14 +18,14 @@ const good = () => ({
   ],
 });
 
-function problemsOf(value: unknown, node?: string) {
-  const result = validateDeclaration(value, node === undefined ? {} : { node });
+async function problemsOf(value: unknown, node?: string) {
+  const result = await validateDeclaration(value, node === undefined ? {} : { node });
   return result.ok ? [] : result.problems;
 }
 
 describe('declaration v1', () => {
-  it('accepts the vocabulary of all four types', () => {
-    expect(problemsOf(good())).toEqual([]);
+  it('accepts the vocabulary of all four types', async () => {
+    expect(await problemsOf(good())).toEqual([]);
   });
 
   const cases: Array<[string, (d: ReturnType<typeof good>) => unknown, string, RegExp]> = [
@@ -45,8 +45,8 @@ describe('declaration v1', () => {
     ['a file before its directory', (d) => ({ ...d, resources: [d.resources[1], d.resources[0]] }), '/resources/0/path', /comes before its directory/],
   ];
   for (const [what, mutate, path, message] of cases) {
-    it(`refuses ${what}, naming ${path}`, () => {
-      const problems = problemsOf(mutate(good()));
+    it(`refuses ${what}, naming ${path}`, async () => {
+      const problems = await problemsOf(mutate(good()));
       expect(problems.length).toBeGreaterThan(0);
       const hit = problems.find((p) => p.path === path);
       expect(hit, JSON.stringify(problems)).toBeDefined();
@@ -54,21 +54,21 @@ describe('declaration v1', () => {
     });
   }
 
-  it('refuses a declaration for another node', () => {
-    expect(problemsOf(good(), 'web-2')).toEqual([{ path: '/node', message: "declared for node 'web-1', but this is 'web-2'" }]);
+  it('refuses a declaration for another node', async () => {
+    expect(await problemsOf(good(), 'web-2')).toEqual([{ path: '/node', message: "declared for node 'web-1', but this is 'web-2'" }]);
   });
 
-  it('names every problem, not only the first', () => {
+  it('names every problem, not only the first', async () => {
     const d = good() as Record<string, unknown> & ReturnType<typeof good>;
     (d.resources[0] as { mode: string }).mode = 'rwx';
     (d.resources[1] as Record<string, unknown>).colour = 'red';
     d.extra = 1;
-    expect(problemsOf(d).map((p) => p.path).sort()).toEqual(['/extra', '/resources/0/mode', '/resources/1/colour']);
+    expect((await problemsOf(d)).map((p) => p.path).sort()).toEqual(['/extra', '/resources/0/mode', '/resources/1/colour']);
   });
 
-  it('refuses bytes over the bound before parsing them', () => {
+  it('refuses bytes over the bound before parsing them', async () => {
     const big = Buffer.alloc(MAX_DECLARATION_BYTES + 1, 0x20);
-    expect(() => receiveDeclaration(big, { source: 'big.json' })).toThrow(/over the bound/);
+    await expect(receiveDeclaration(big, { source: 'big.json' })).rejects.toThrow(/over the bound/);
   });
 
   it('normal paths', () => {
@@ -76,7 +76,7 @@ describe('declaration v1', () => {
     for (const bad of ['/', '//etc', '/etc//x', '/etc/./x', '/etc/x/..', 'x']) expect(pathProblem(bad), bad).toBeDefined();
   });
 
-  it('accepts nothing that breaks one rule (property)', () => {
+  it('accepts nothing that breaks one rule (property)', async () => {
     // Each arbitrary breaks the vocabulary in one way; none may be accepted.
     const mutations = fc.oneof(
       fc.record({ key: fc.string({ minLength: 1 }).filter((k) => !['version', 'node', 'mode', 'epoch', 'sequence', 'resources'].includes(k)), value: fc.jsonValue() }).map(({ key, value }) => (d: Record<string, unknown>) => ({ ...d, [key]: value })),
@@ -87,19 +87,19 @@ describe('declaration v1', () => {
       fc.constantFrom('adopt', 'converge', '', 'ADOPTED').map((m) => (d: Record<string, unknown>) => ({ ...d, mode: m })),
       fc.integer({ max: -1 }).map((s) => (d: Record<string, unknown>) => ({ ...d, sequence: s })),
     );
-    fc.assert(
-      fc.property(mutations, (mutate) => {
+    await fc.assert(
+      fc.asyncProperty(mutations, async (mutate) => {
         const value = mutate(good() as unknown as Record<string, unknown>);
-        expect(validateDeclaration(value).ok).toBe(false);
+        expect((await validateDeclaration(value)).ok).toBe(false);
       }),
       { numRuns: 500 },
     );
   });
 
-  it('turns problems into one refusal with exit 3, each named by path', () => {
+  it('turns problems into one refusal with exit 3, each named by path', async () => {
     const bytes = Buffer.from(JSON.stringify({ ...good(), version: 7 }));
     try {
-      receiveDeclaration(bytes, { source: 'd.json' });
+      await receiveDeclaration(bytes, { source: 'd.json' });
       expect.unreachable();
     } catch (err) {
       expect(err).toBeInstanceOf(HostError);

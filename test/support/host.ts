@@ -48,10 +48,10 @@ export function testHost(options: { log?: Logger; handlers?: HandlerTable; dirs?
     reopen() {
       env.store = Store.open(stateDir, log);
     },
-    apply(decl, request = {}) {
+    async apply(decl, request = {}) {
       const bytes = Buffer.from(JSON.stringify(decl));
       return applyDeclaration(env, {
-        received: receiveDeclaration(bytes, { source: 'test' }),
+        received: await receiveDeclaration(bytes, { source: 'test' }),
         origin: 'local',
         trigger: 'apply',
         dryRun: false,

@@ -14,7 +14,7 @@ export async function applyCommand(ctx: CommandContext): Promise<number> {
   const paths = hostPaths(ctx);
   const { config } = loadConfig(paths.configPath);
   // Everything about the declaration is checked before the machine is read or touched.
-  const received = receiveDeclaration(readDeclarationFile(file), { source: file, node: config.node, ...(config.publicKey ? { pinnedKey: config.publicKey } : {}) });
+  const received = await receiveDeclaration(readDeclarationFile(file), { source: file, node: config.node, ...(config.publicKey ? { pinnedKey: config.publicKey } : {}) });
   const unsupported = unsupportedProblem(received.declaration);
   if (unsupported) throw refused(`${file}: ${unsupported}; nothing was touched`);
 

@@ -16,7 +16,7 @@ export async function keygenCommand(ctx: CommandContext): Promise<number> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const seedPath = join(dir, SEED_FILE);
   if (existsSync(seedPath)) throw refused(`${seedPath} exists; a key is never overwritten`);
-  const key = newOperatorKey();
+  const key = await newOperatorKey();
   writeFileSync(seedPath, `${key.seed}\n`, { mode: 0o600, flag: 'wx' });
   writeFileSync(join(dir, PUBLIC_FILE), `${key.publicKey}\n`, { mode: 0o644, flag: 'wx' });
   output(ctx, { publicKey: key.publicKey, seed: seedPath, public: join(dir, PUBLIC_FILE) }, () => `public key ${key.publicKey}\nseed       ${seedPath} (keep it secret)\npublic     ${join(dir, PUBLIC_FILE)}`);
@@ -40,7 +40,7 @@ export async function signCommand(ctx: CommandContext): Promise<number> {
   if (!key) throw usageError("'sign' needs --key FILE");
   const bytes = readDeclarationFile(ctx.args[0]!);
   // Refuse to sign what no host would accept: the same checks a host makes.
-  receiveDeclaration(bytes, { source: ctx.args[0]! });
-  ctx.print(JSON.stringify(sign(bytes, readSeed(key))));
+  await receiveDeclaration(bytes, { source: ctx.args[0]! });
+  ctx.print(JSON.stringify(await sign(bytes, readSeed(key))));
   return EXIT.ok;
 }

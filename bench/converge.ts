@@ -1,0 +1,121 @@
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { applyDeclaration, type HostEnv } from '../src/apply/apply.js';
+import { HANDLERS } from '../src/apply/handlers.js';
+import { receiveDeclaration } from '../src/declaration/load.js';
+import type { Declaration, Resource } from '../src/declaration/schema.js';
+import { systemAccounts } from '../src/resources/accounts.js';
+import { Store } from '../src/store/store.js';
+import { systemClock } from '../src/system/clock.js';
+import { fmt, median, timeIt, wallProcess } from './stats.js';
+
+const project = fileURLToPath(new URL('../../', import.meta.url));
+
+function declarationOf(files: number, dirs: number): Declaration {
+  const resources: Resource[] = [{ type: 'directory', id: 'base', path: '/srv/bench' }];
+  for (let d = 0; d < dirs; d++) resources.push({ type: 'directory', id: `d${d}`, path: `/srv/bench/d${d}` });
+  for (let f = 0; f < files; f++) {
+    resources.push({ type: 'file', id: `f${f}`, path: `/srv/bench/d${f % dirs}/f${f}.conf`, content: `# file ${f}\nkey = value-${f}\nlimit = ${f * 7}\n`, mode: '0644' });
+  }
+  return { version: 1, node: 'bench', mode: 'converged', sequence: 1, resources };
+}
+
+/** The floor: a bare node script that lstat()s, reads and compares the same files. */
+function floorScript(dir: string, decl: Declaration): string {
+  const files = decl.resources.flatMap((r) => (r.type === 'file' ? [[r.path, r.content]] : []));
+  const listPath = join(dir, 'floor-list.json');
+  writeFileSync(listPath, JSON.stringify(files));
+  const script = join(dir, 'floor.mjs');
+  writeFileSync(script, `import { lstatSync, readFileSync } from 'node:fs';
+const root = ${JSON.stringify(join(dir, 'root'))};
+const files = JSON.parse(readFileSync(${JSON.stringify(listPath)}, 'utf8'));
+let same = 0;
+for (const [path, content] of files) {
+  const st = lstatSync(root + path);
+  if (st.isFile() && readFileSync(root + path).equals(Buffer.from(content))) same++;
+}
+if (same !== files.length) process.exit(1);
+`);
+  return script;
+}
+
+export interface ConvergeFigures {
+  files: number;
+  dirs: number;
+  inProcessNoopMs: number;
+  inProcessDriftMs: number;
+  processNoopMs: number;
+  floorMs: number;
+  processRssMb: number;
+}
+
+export async function benchConverge(files: number, dirs: number, runs = 5): Promise<ConvergeFigures> {
+  const dir = mkdtempSync(join(tmpdir(), 'mesh-host-bench-'));
+  try {
+    const root = join(dir, 'root');
+    mkdirSync(join(root, 'srv'), { recursive: true });
+    const decl = declarationOf(files, dirs);
+    const bytes = Buffer.from(JSON.stringify(decl));
+    const declPath = join(dir, 'decl.json');
+    writeFileSync(declPath, bytes);
+    writeFileSync(join(dir, 'host.json'), JSON.stringify({ node: 'bench' }));
+    const log = pino({ level: 'silent' });
+    const env: HostEnv = {
+      node: 'bench', root, stateDir: join(dir, 'state'), store: Store.open(join(dir, 'state'), log), log,
+      clock: systemClock, accounts: systemAccounts(), handlers: HANDLERS,
+    };
+    const once = async () => {
+      const result = await applyDeclaration(env, { received: await receiveDeclaration(bytes, { source: 'bench' }), origin: 'local', trigger: 'apply', dryRun: false, mayChangeMode: false });
+      if (result.kind !== 'applied' || result.report.outcome !== 'converged') throw new Error(`bench apply: ${JSON.stringify(result).slice(0, 300)}`);
+      return result.report;
+    };
+    await once();
+    const noop: number[] = [];
+    const drift: number[] = [];
+    for (let i = 0; i < runs; i++) noop.push(await timeIt(once));
+    const fileResources = decl.resources.filter((r) => r.type === 'file');
+    for (let i = 0; i < runs; i++) {
+      // 10% of the files drift: half in content, half in mode.
+      fileResources.forEach((r, j) => {
+        if (j % 10 !== i % 10) return;
+        const p = join(root, r.path);
+        if (j % 20 < 10) writeFileSync(p, 'drifted\n');
+        else chmodSync(p, 0o600);
+      });
+      drift.push(await timeIt(once));
+    }
+    const flags = ['apply', declPath, '--root', root, '--state-dir', join(dir, 'state'), '--config', join(dir, 'host.json'), '--log-level', 'warn'];
+    const floor = floorScript(dir, decl);
+    const processRuns: Array<{ ms: number; rssMb: number }> = [];
+    const floorRuns: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      // Interleaved, so that the machine's noise falls on both alike.
+      const p = wallProcess(process.execPath, [join(project, 'bin/mesh-host'), ...flags]);
+      if (p.code !== 0) throw new Error(`mesh-host apply exited ${p.code}`);
+      processRuns.push(p);
+      floorRuns.push(wallProcess(process.execPath, [floor]).ms);
+    }
+    return {
+      files,
+      dirs,
+      inProcessNoopMs: median(noop),
+      inProcessDriftMs: median(drift),
+      processNoopMs: median(processRuns.map((r) => r.ms)),
+      floorMs: median(floorRuns),
+      processRssMb: Math.max(...processRuns.map((r) => r.rssMb)),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function convergeTable(rows: ConvergeFigures[]): string[] {
+  return [
+    '| files / dirs | in-process no-op | in-process 10% drift | `mesh-host apply` no-op | floor (bare node lstat+read+compare) | ratio to floor | peak RSS (process) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...rows.map((r) => `| ${r.files} / ${r.dirs} | ${fmt(r.inProcessNoopMs)} ms | ${fmt(r.inProcessDriftMs)} ms | ${fmt(r.processNoopMs)} ms | ${fmt(r.floorMs)} ms | ${(r.processNoopMs / r.floorMs).toFixed(2)}× | ${r.processRssMb.toFixed(0)} MB |`),
+  ];
+}

@@ -1,0 +1,45 @@
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { benchConverge, convergeTable, type ConvergeFigures } from './converge.js';
+import { benchStartup } from './startup.js';
+import { benchServices } from './services.js';
+import { machine } from './stats.js';
+
+const project = fileURLToPath(new URL('../../', import.meta.url));
+const only = process.argv[2];
+
+const sections: string[] = [];
+const out = () =>
+  writeFileSync(
+    join(project, 'docs/bench.md'),
+    [
+      '# Benchmarks',
+      '',
+      'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
+      'since the machine is shared and noisy.',
+      '',
+      `Machine: ${machine()}`,
+      '',
+      ...sections,
+    ].join('\n') + '\n',
+  );
+
+if (!only || only === 'startup') {
+  sections.push(...(await benchStartup()), '');
+  out();
+}
+if (!only || only === 'converge') {
+  const rows: ConvergeFigures[] = [];
+  for (const [files, dirs] of [[100, 10], [1000, 100], [10000, 1000]] as const) {
+    rows.push(await benchConverge(files, dirs));
+    console.error(`converge ${files}/${dirs} done`);
+  }
+  sections.push('## Converge of files', '', 'Median of 5 runs each; the whole process includes Node start-up; the floor is a bare `node` script that', 'lstat()s, reads and compares the same files.', '', ...convergeTable(rows), '');
+  out();
+}
+if (!only || only === 'services') {
+  sections.push(...(await benchServices()), '');
+  out();
+}
+console.error('docs/bench.md written');

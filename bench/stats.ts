@@ -1,0 +1,43 @@
+import { spawnSync } from 'node:child_process';
+import { cpus, totalmem } from 'node:os';
+import { readFileSync } from 'node:fs';
+
+export const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+export const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+};
+
+export async function timeIt(fn: () => Promise<unknown> | unknown): Promise<number> {
+  const t = performance.now();
+  await fn();
+  return performance.now() - t;
+}
+
+/** Runs a whole process under GNU time: wall milliseconds and peak RSS in MB. */
+export function timeProcess(command: string, args: string[]): { ms: number; rssMb: number; code: number | null } {
+  const r = spawnSync('/usr/bin/time', ['-f', '%e %M', command, ...args], { encoding: 'utf8' });
+  const line = r.stderr.trim().split('\n').pop() ?? '';
+  const [, kb] = line.split(' ');
+  // %e has 10 ms resolution: time the wall clock ourselves as well and keep the finer one.
+  return { ms: NaN, rssMb: Number(kb) / 1024, code: r.status };
+}
+
+export function wallProcess(command: string, args: string[]): { ms: number; rssMb: number; code: number | null } {
+  const t = performance.now();
+  const measured = timeProcess(command, args);
+  return { ...measured, ms: performance.now() - t };
+}
+
+export function machine(): string {
+  const os = readFileSync('/etc/os-release', 'utf8').match(/PRETTY_NAME="(.+)"/)?.[1] ?? 'unknown';
+  const cpu = cpus();
+  return `${os}, ${cpu[0]?.model ?? 'unknown CPU'} × ${cpu.length}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${new Date().toISOString()}`;
+}
+
+export const fmt = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
