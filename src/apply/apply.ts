@@ -12,6 +12,7 @@ import type { Clock } from '../system/clock.js';
 import type { Logger } from '../system/log.js';
 import { orderProblem } from './order.js';
 import { sayApplyDetail } from './say.js';
+import { fingerprintOf, shouldSpeak } from '../report/speak.js';
 import type { ManagerChoice } from '../services/choose.js';
 import { serviceRuntime } from '../services/runtime.js';
 
@@ -42,11 +43,15 @@ export interface ApplyRequest {
   mayChangeMode: boolean;
   /** Called with the plan before anything is touched (it is printed first). */
   onPlan?: (plan: Plan) => void;
+  /** Said in the report (a repair of the recorded mode, say). */
+  said?: string[];
 }
 
 export type ApplyResult =
   | { kind: 'planned'; plan: Plan }
   | { kind: 'applied'; plan: Plan; report: Report }
+  /** A reconcile with nothing to say: applied, saved, and no report made (no sequence spent). */
+  | { kind: 'silent'; plan: Plan; report: Report }
   | { kind: 'refused'; reason: string; details: string[]; plan?: Plan; report?: Report };
 
 const OTHER_MODE_ACT: Record<Mode, string> = { adopted: 'adopt', converged: 'converge' };
@@ -111,7 +116,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     }
     if (request.dryRun) return { kind: 'planned', plan };
 
-    const said: string[] = [];
+    const said: string[] = [...(request.said ?? [])];
     if (store.state.mode !== declaration.mode) {
       said.push(store.state.mode === undefined ? `mode recorded: ${declaration.mode}` : `mode changed by the mesh: ${store.state.mode} → ${declaration.mode}`);
     }
@@ -120,35 +125,44 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     const heldSteps = outcome.steps.filter((s) => s.status === 'held');
     const finishedAt = env.clock.now().toISOString();
     const facts = await env.facts?.();
-    let report!: Report;
+    const report: Report = {
+      node: env.node,
+      sequence: 0,
+      trigger: request.trigger,
+      declaration: { ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest },
+      mode: declaration.mode,
+      outcome: outcome.error ? 'failed' : 'converged',
+      ...(outcome.error ? { error: outcome.error } : {}),
+      steps: outcome.steps,
+      said: [...said, ...saidOf(outcome.steps)],
+      facts: {
+        held: heldSteps.map((s) => ({ id: s.resource, target: s.target, reason: s.detail ?? 'held' })),
+        links: facts?.links ?? [],
+        filters: facts?.filters ?? [],
+        foundFirewall: facts?.foundFirewall ?? null,
+      },
+      startedAt,
+      finishedAt,
+    };
+    const speaks = shouldSpeak(report, store.state.lastFingerprint);
     store.updateHead((state) => {
       state.mode = declaration.mode;
-      state.held = heldSteps.map((s) => ({ id: s.resource, target: s.target, reason: s.detail ?? 'held' }));
+      state.held = report.facts.held;
       state.lastApplied = {
         ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }),
         sequence: declaration.sequence,
         digest,
         at: finishedAt,
       };
-      state.reportSequence += 1;
-      report = {
-        node: env.node,
-        sequence: state.reportSequence,
-        trigger: request.trigger,
-        declaration: { ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest },
-        mode: declaration.mode,
-        outcome: outcome.error ? 'failed' : 'converged',
-        ...(outcome.error ? { error: outcome.error } : {}),
-        steps: outcome.steps,
-        said: [...said, ...saidOf(outcome.steps)],
-        facts: { held: state.held, links: facts?.links ?? [], filters: facts?.filters ?? [], foundFirewall: facts?.foundFirewall ?? null },
-        startedAt,
-        finishedAt,
-      };
+      if (speaks) {
+        state.reportSequence += 1;
+        report.sequence = state.reportSequence;
+        state.lastFingerprint = fingerprintOf(report.facts);
+      }
       state.lastOutcome = {
         outcome: report.outcome,
         at: finishedAt,
-        reportSequence: report.sequence,
+        reportSequence: state.reportSequence,
         ...(outcome.error ? { message: `${outcome.error.resource}: ${outcome.error.message}` } : {}),
       };
     });
@@ -162,7 +176,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       report.error = { message };
     }
     sayApplyDetail(env.log, report);
-    return { kind: 'applied', plan, report };
+    return { kind: speaks ? 'applied' : 'silent', plan, report };
   } finally {
     fs.close();
   }

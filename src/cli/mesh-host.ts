@@ -5,6 +5,9 @@ const commands: CommandTable = {
   inventory: async () => (await import('./commands/inventory.js')).inventoryCommand,
   apply: async () => (await import('./commands/apply.js')).applyCommand,
   status: async () => (await import('./commands/status.js')).statusCommand,
+  genesis: async () => (await import('./commands/genesis.js')).genesisCommand,
+  reconcile: async () => (await import('./commands/reconcile.js')).reconcileCommand,
+  chart: async () => (await import('./commands/chart.js')).chartCommand,
 };
 
 export function main(argv: readonly string[]): Promise<number> {

@@ -47,3 +47,19 @@ export function loadConfig(path: string): { config: HostConfig; found: boolean }
 export function defaultNodeId(): string {
   return hostname().split('.')[0]!.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 64) || 'node';
 }
+
+/** Writes the configuration atomically (genesis writes it from the bundle); other settings are kept. */
+export async function writeConfig(path: string, config: Partial<HostConfig>): Promise<void> {
+  const [{ mkdirSync }, { dirname }, { writeDurably }] = await Promise.all([import('node:fs'), import('node:path'), import('../store/durable.js')]);
+  mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
+  writeDurably(path, Buffer.from(`${JSON.stringify(config, null, 2)}\n`), 0o600);
+}
+
+/** The configuration as written on disk, without defaults: what an edit would keep. */
+export function readConfigFile(path: string): Partial<HostConfig> {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Partial<HostConfig>;
+  } catch {
+    return {};
+  }
+}

@@ -1,7 +1,6 @@
 import Type, { type Static } from 'typebox';
 
-/** Node ids are one NATS subject token and one KV key (DESIGN §8). */
-export const NODE_ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
+import { NODE_ID_PATTERN } from './ids.js';
 const Id = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$', description: 'a stable resource id' });
 const AbsolutePath = Type.String({ minLength: 2, maxLength: 4096, pattern: '^/', description: 'an absolute, normal path' });
 const Mode = Type.String({ pattern: '^[0-7]{3,4}$', description: "an octal mode such as '0644'" });

@@ -67,6 +67,8 @@ export interface StoreState {
   /** The digest of the bundle's declaration that genesis applied. */
   genesisDigest?: string;
   lastOutcome?: { outcome: 'converged' | 'failed' | 'refused'; at: string; message?: string; reportSequence: number };
+  /** The fingerprint of the facts last reported: a quiet reconcile with the same one says nothing. */
+  lastFingerprint?: string;
   /** Refusals by kind (stale, forged, wrong node…), counted. */
   refusals: Record<string, number>;
 }

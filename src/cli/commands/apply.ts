@@ -43,6 +43,7 @@ export function finish(ctx: CommandContext, result: ApplyResult): number {
       if (ctx.json) ctx.print(JSON.stringify({ plan: result.plan }, null, 2));
       return EXIT.ok;
     case 'applied':
+    case 'silent':
       ctx.print(ctx.json ? JSON.stringify({ plan: result.plan, report: result.report }, null, 2) : formatReport(result.report));
       return result.report.outcome === 'converged' ? EXIT.ok : EXIT.failed;
     case 'refused':

@@ -1,0 +1,46 @@
+// Writes docs/lifecycle.md (a Mermaid block) and docs/lifecycle.svg (Graphviz) from the lifecycle
+// machine itself, through `mesh-host chart`. CI runs this and fails when the committed files differ.
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+
+const chart = (format) => execFileSync(process.execPath, ['bin/mesh-host', 'chart', '--format', format], { encoding: 'utf8' });
+const mermaid = chart('mermaid').trimEnd();
+const json = JSON.parse(chart('json'));
+writeFileSync('docs/lifecycle.svg', execFileSync('dot', ['-Tsvg'], { input: chart('dot'), encoding: 'utf8' }));
+
+const doc = `# The lifecycle
+
+Generated from \`machines/lifecycle.ts\` by \`npm run chart\` (\`mesh-host chart\`): do not edit by hand.
+The machine has ${json.states.length} state nodes and ${json.transitions.length} transitions; the model-based tests
+(\`test/lifecycle/\`) take every one of them.
+
+![the lifecycle](lifecycle.svg)
+
+## Reading it
+
+- **starting** loads the store under the lock (leftover temporary saves are removed and counted). An
+  enrolled machine goes on to **serving**; one that is not waits in **unenrolled**, looking again every
+  few seconds, until \`mesh-host genesis\` has enrolled it. A store that cannot be read stops the host.
+- **serving** is parallel: its regions run side by side. **mode** follows the recorded mode (adopted or
+  converged); **link** is up or down as the connection to the mesh goes; **reconcile** runs the timer,
+  which only enqueues; **worker** takes the one pending declaration when it starts, applies it once and
+  makes one report; **outbox** sends reports one at a time, oldest first, retrying until acknowledged.
+- A delivery and a reconcile tick never apply anything themselves: they fill the one pending slot
+  (newest wins; a tick never displaces a delivery). Only \`worker.applying\` applies.
+- **STOP**, **STAND_ASIDE** and **MOVE** all end between applies: an idle worker goes straight to
+  **quiescing**; an applying one goes to \`applying.draining\` and waits for its apply (never cancelled),
+  for at most the grace of 60 s. After the grace the host quiesces anyway and *stops*, whatever ending
+  was asked: standing aside or moving with an apply still running would let the next apply overlap it.
+- **quiescing** lets no save start any more. Then the host is **stopped**, or **standingAside** (the lock
+  and the link released; **RESUME** starts it again, re-reading the store), or, after a **MOVE** to
+  another bus, **starting** again with every watch and stream reopened.
+
+What ends the daemon: SIGTERM or SIGINT stop it; SIGUSR1 makes it stand aside (for a host on trial) and
+SIGUSR2 resumes it; SIGHUP, or an edit of the link settings in the configuration, moves it to the bus the
+configuration names.
+
+\`\`\`mermaid
+${mermaid}
+\`\`\`
+`;
+writeFileSync('docs/lifecycle.md', doc);

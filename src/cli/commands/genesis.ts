@@ -1,0 +1,73 @@
+import { join } from 'node:path';
+import { readDeclarationFile } from '../../declaration/load.js';
+import { openBundle } from '../../declaration/bundle.js';
+import { readConfigFile, writeConfig } from '../../config/config.js';
+import { applyDeclaration } from '../../apply/apply.js';
+import { modeProblem } from '../../apply/apply.js';
+import { writeDurably } from '../../store/durable.js';
+import { formatPlan } from '../../report/report.js';
+import { refused, usageError } from '../../system/errors.js';
+import { stringFlag, type CommandContext } from '../context.js';
+import { hostPaths, withHost } from '../host.js';
+import { finish } from './apply.js';
+import type { Mode } from '../../declaration/schema.js';
+
+/** The bundle genesis applied, carried under the state directory for `reconcile` before the mesh speaks. */
+export const CARRIED_BUNDLE = 'bundle.json';
+
+/**
+ * `mesh-host genesis BUNDLE --mode adopted|converged [--dry-run]`: verifies the bundle, records the
+ * mode only when none is recorded, applies it through the one apply path, and marks the bundle
+ * consumed with its digest; then writes the configuration from it.
+ */
+export async function genesisCommand(ctx: CommandContext): Promise<number> {
+  const file = ctx.args[0]!;
+  const modeFlag = stringFlag(ctx.flags, 'mode');
+  if (modeFlag !== 'adopted' && modeFlag !== 'converged') throw usageError("'genesis' needs --mode adopted or --mode converged");
+  const dryRun = ctx.flags['dry-run'] === true;
+  const bytes = readDeclarationFile(file);
+  const { bundle, received } = await openBundle(bytes, file);
+  const paths = hostPaths(ctx);
+
+  return withHost(ctx, 'genesis', async (host) => {
+    if (host.hasKeptDeclaration) throw refused('the mesh has spoken to this machine (declared.json is kept): genesis is over; use mesh-host reconcile');
+    const consumed = host.store.state.genesisDigest;
+    if (consumed !== undefined && consumed !== received.digest) {
+      throw refused(`this machine is enrolled already, by a bundle whose declaration was ${consumed}; this one is ${received.digest}`);
+    }
+    const recorded = host.store.state.mode;
+    const mode: Mode = recorded ?? modeFlag;
+    const said: string[] = [];
+    if (recorded !== undefined && recorded !== modeFlag) said.push(`the mode is recorded ${recorded} already; --mode ${modeFlag} is not taken (genesis records a mode only when none is recorded)`);
+    const problem = modeProblem(mode, received.declaration.mode, false);
+    if (problem) throw refused(`${file}: ${problem}; nothing was touched`);
+
+    host.env.node = bundle.node;
+    const result = await applyDeclaration(host.env, {
+      received,
+      origin: 'mesh',
+      trigger: 'genesis',
+      dryRun,
+      mayChangeMode: false,
+      said,
+      onPlan: (plan) => {
+        if (!ctx.json) ctx.print(formatPlan(plan));
+      },
+    });
+    if (result.kind === 'applied' || result.kind === 'silent') {
+      // Consumed: reconcile will hold the machine to what this applied, never to other carried bytes.
+      host.store.updateHead((s) => (s.genesisDigest = received.digest));
+      host.store.save();
+      writeDurably(join(paths.stateDir, CARRIED_BUNDLE), bytes, 0o600);
+      await writeConfig(paths.configPath, {
+        ...readConfigFile(paths.configPath),
+        node: bundle.node,
+        publicKey: bundle.publicKey,
+        servers: bundle.link.servers,
+        ...(bundle.link.creds ? { creds: bundle.link.creds } : {}),
+      });
+      ctx.log.info({ node: bundle.node, digest: received.digest, config: paths.configPath }, 'enrolled: the bundle is consumed and the configuration written');
+    }
+    return finish(ctx, result);
+  });
+}

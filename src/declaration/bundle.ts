@@ -1,0 +1,48 @@
+import { refused } from '../system/errors.js';
+import { isEnvelope, type Envelope } from './envelope.js';
+import { MAX_DECLARATION_BYTES, receiveDeclaration, type Received } from './load.js';
+import { NODE_ID_PATTERN } from './ids.js';
+
+/** What enrols a machine (DESIGN §2): its node id, link settings, the control plane's key, a signed first declaration. */
+export interface GenesisBundle {
+  version: 1;
+  node: string;
+  link: { servers: string[]; creds?: string };
+  /** The control plane's operator public key (O…): pinned by genesis. */
+  publicKey: string;
+  declaration: Envelope;
+}
+
+/** Reads a bundle and opens its declaration with the key it carries; refuses anything else whole. */
+export async function openBundle(bytes: Buffer, source: string): Promise<{ bundle: GenesisBundle; received: Received }> {
+  if (bytes.length > MAX_DECLARATION_BYTES) throw refused(`${source}: ${bytes.length} bytes is over the bound; not parsed`);
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    throw refused(`${source}: not JSON: ${(err as Error).message}`);
+  }
+  const problems: string[] = [];
+  const b = value as Partial<GenesisBundle>;
+  if (typeof value !== 'object' || value === null) problems.push('/: a bundle is a JSON object');
+  else {
+    const allowed = new Set(['version', 'node', 'link', 'publicKey', 'declaration']);
+    for (const key of Object.keys(value)) if (!allowed.has(key)) problems.push(`/${key}: unknown field`);
+    if (b.version !== 1) problems.push(`/version: unknown bundle version ${JSON.stringify(b.version)}`);
+    if (typeof b.node !== 'string' || !new RegExp(NODE_ID_PATTERN).test(b.node)) problems.push('/node: not a node id ([A-Za-z0-9_-]{1,64})');
+    if (typeof b.publicKey !== 'string' || !/^O[A-Z2-7]{55}$/.test(b.publicKey)) problems.push('/publicKey: not an operator public key (O…)');
+    if (typeof b.link !== 'object' || b.link === null || !Array.isArray(b.link.servers) || !b.link.servers.every((s) => typeof s === 'string')) {
+      problems.push('/link/servers: a list of server URLs');
+    } else if (b.link.creds !== undefined && typeof b.link.creds !== 'string') problems.push('/link/creds: a path');
+    if (!isEnvelope(b.declaration)) problems.push('/declaration: a signed envelope {payload, key, signature}');
+  }
+  if (problems.length) throw refused(`${source}: bundle refused; nothing was touched`, problems);
+  const bundle = value as GenesisBundle;
+  const received = await receiveDeclaration(Buffer.from(JSON.stringify(bundle.declaration)), {
+    source: `${source} (its declaration)`,
+    pinnedKey: bundle.publicKey,
+    node: bundle.node,
+    requireSignature: true,
+  });
+  return { bundle, received };
+}
