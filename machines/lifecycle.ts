@@ -57,7 +57,9 @@ export type LifecycleEvent =
   | { type: 'MOVE' }
   | { type: 'RESUME' }
   | { type: 'END_REQUESTED' }
-  | { type: 'MODE_IS'; mode: Mode };
+  | { type: 'MODE_IS'; mode: Mode }
+  /** A report made outside the worker (a refused delivery), waiting in the outbox. */
+  | { type: 'REPORT_MADE'; report: ReportRef };
 
 /** Between applies, the stop waits this long for the apply in flight, then quiesces anyway. */
 export const APPLY_GRACE_MS = 60_000;
@@ -143,6 +145,7 @@ export const lifecycleMachine = setup({
     failApply: assign({ inFlight: () => undefined }),
     sayMode: raise(({ context }) => ({ type: 'MODE_IS' as const, mode: context.mode ?? 'adopted' })),
     sent: assign({ outbox: ({ context }) => context.outbox.slice(1) }),
+    queueReport: assign({ outbox: ({ context, event }) => (event.type === 'REPORT_MADE' ? [...context.outbox, event.report] : context.outbox) }),
     requestStop: assign({ ending: () => 'stop' as const }),
     requestStandAside: assign({ ending: ({ context }) => context.ending ?? ('standAside' as const) }),
     requestMove: assign({ ending: ({ context }) => context.ending ?? ('move' as const) }),
@@ -211,6 +214,7 @@ export const lifecycleMachine = setup({
         MOVE: { actions: ['requestMove', 'raiseEnd'] },
         DELIVERY: { actions: 'enqueueDelivery' },
         RECONCILE_TICK: { actions: 'enqueueReconcile' },
+        REPORT_MADE: { actions: 'queueReport' },
       },
       states: {
         mode: {

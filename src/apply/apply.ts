@@ -15,6 +15,7 @@ import { sayApplyDetail } from './say.js';
 import { fingerprintOf, shouldSpeak } from '../report/speak.js';
 import type { ManagerChoice } from '../services/choose.js';
 import { serviceRuntime } from '../services/runtime.js';
+import type { Outbox } from '../report/outbox.js';
 
 /** Everything an apply needs from the host, passed in. */
 export interface HostEnv {
@@ -32,6 +33,8 @@ export interface HostEnv {
   serviceManager?: () => Promise<ManagerChoice>;
   /** The pause between a unit's two looks (default 1.5 s). */
   verifyPauseMs?: number;
+  /** Where reports wait for the link; every report made is written here before the store is saved. */
+  outbox?: Outbox;
 }
 
 export interface ApplyRequest {
@@ -166,6 +169,9 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
         ...(outcome.error ? { message: `${outcome.error.resource}: ${outcome.error.message}` } : {}),
       };
     });
+    // The report reaches the outbox before the store records its sequence: a crash in between leaves
+    // a report the next start counts (see openOutboxedStore), never a sequence without its report.
+    if (speaks) env.outbox?.add(report);
     // Saved even when the apply failed: what was applied before the failure is on the machine.
     try {
       store.save();
@@ -184,4 +190,36 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
 
 function saidOf(steps: StepResult[]): string[] {
   return steps.filter((s) => s.detail && s.status !== 'unchanged' && s.status !== 'skipped' && s.status !== 'failed').map((s) => `${s.target}: ${s.detail}`);
+}
+
+/**
+ * A report for what was refused before anything was touched (a stale, forged or wrong-mode
+ * declaration): counted by kind in the store, and reported like any apply.
+ */
+export function reportRefusal(env: HostEnv, refusal: { kind: string; message: string; trigger: Trigger; declaration?: Report['declaration'] }): Report {
+  const at = env.clock.now().toISOString();
+  let report!: Report;
+  env.store.updateHead((state) => {
+    state.refusals[refusal.kind] = (state.refusals[refusal.kind] ?? 0) + 1;
+    state.reportSequence += 1;
+    report = {
+      node: env.node,
+      sequence: state.reportSequence,
+      trigger: refusal.trigger,
+      declaration: refusal.declaration ?? null,
+      mode: state.mode ?? null,
+      outcome: 'refused',
+      error: { message: refusal.message },
+      steps: [],
+      said: [],
+      facts: { held: state.held, links: [], filters: [], foundFirewall: null },
+      startedAt: at,
+      finishedAt: at,
+    };
+    state.lastOutcome = { outcome: 'refused', at, message: refusal.message, reportSequence: state.reportSequence };
+  });
+  env.outbox?.add(report);
+  env.store.save();
+  env.log.warn({ kind: refusal.kind, report: report.sequence, declaration: refusal.declaration }, `refused: ${refusal.message}`);
+  return report;
 }

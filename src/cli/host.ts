@@ -2,7 +2,9 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig, type HostConfig } from '../config/config.js';
 import { acquireLock, type HeldLock } from '../store/lock.js';
-import { ensureStateDir, Store } from '../store/store.js';
+import { ensureStateDir, type Store } from '../store/store.js';
+import { openStore } from '../apply/open.js';
+import { Outbox } from '../report/outbox.js';
 import { HANDLERS } from '../apply/handlers.js';
 import { chooseServiceManager, type ManagerChoice } from '../services/choose.js';
 import { systemAccounts } from '../resources/accounts.js';
@@ -43,7 +45,7 @@ export async function withHost<T>(ctx: CommandContext, command: string, run: (ho
   ensureStateDir(paths.stateDir);
   const lock: HeldLock = await acquireLock(paths.stateDir, { command: `mesh-host ${command}`, timeoutMs: config.lockTimeoutMs });
   try {
-    const store = Store.open(paths.stateDir, ctx.log);
+    const store = openStore(paths.stateDir, ctx.log);
     let choice: Promise<ManagerChoice> | undefined;
     const env: HostEnv = {
       node: config.node,
@@ -56,6 +58,7 @@ export async function withHost<T>(ctx: CommandContext, command: string, run: (ho
       handlers: HANDLERS,
       serviceManager: () => (choice ??= chooseServiceManager(ctx.runner, config.serviceManager)),
       verifyPauseMs: config.verifyPauseMs,
+      outbox: new Outbox(paths.stateDir),
     };
     return await run({ paths, config, store, env, hasKeptDeclaration: existsSync(join(paths.stateDir, KEPT_DECLARATION)) });
   } finally {

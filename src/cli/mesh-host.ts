@@ -8,6 +8,7 @@ const commands: CommandTable = {
   genesis: async () => (await import('./commands/genesis.js')).genesisCommand,
   reconcile: async () => (await import('./commands/reconcile.js')).reconcileCommand,
   chart: async () => (await import('./commands/chart.js')).chartCommand,
+  run: async () => (await import('./commands/run.js')).runCommand,
 };
 
 export function main(argv: readonly string[]): Promise<number> {

@@ -5,6 +5,9 @@ const commands: CommandTable = {
   keygen: async () => (await import('./commands/keys.js')).keygenCommand,
   sign: async () => (await import('./commands/keys.js')).signCommand,
   bundle: async () => (await import('./commands/bundle.js')).bundleCommand,
+  send: async () => (await import('./commands/mesh.js')).sendCommand,
+  reports: async () => (await import('./commands/mesh.js')).reportsCommand,
+  status: async () => (await import('./commands/mesh.js')).statusCommand,
 };
 
 export function main(argv: readonly string[]): Promise<number> {

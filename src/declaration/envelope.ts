@@ -1,11 +1,8 @@
 import { createHash } from 'node:crypto';
+import { lazy } from '../system/interop.js';
 
 /** nkeys is loaded only when a signature is made or checked: start-up without an envelope does not pay for it. */
-const nkeys = async (): Promise<typeof import('@nats-io/nkeys')> => {
-  // A CommonJS package: bundled, its exports sit on `default` of the dynamic import.
-  const m = (await import('@nats-io/nkeys')) as typeof import('@nats-io/nkeys') & { default?: typeof import('@nats-io/nkeys') };
-  return m.default ?? m;
-};
+const nkeys = () => lazy(import('@nats-io/nkeys'));
 
 /** What the link and genesis carry: Ed25519 (an operator nkey) over the payload bytes. */
 export interface Envelope {

@@ -127,6 +127,15 @@ export class Harness {
     this.actor.send({ type: 'DELIVERY', delivery });
   }
 
+  /** A refused delivery: the link makes its report (next sequence) outside the worker. */
+  refuse(): void {
+    // Only a connected link (serving) receives, and so refuses, a delivery.
+    if (!this.snapshot().matches('serving')) return void this.actor.send({ type: 'REPORT_MADE', report: { sequence: -1 } });
+    const report = { sequence: ++this.nextReport };
+    this.reportsMade.push(report.sequence);
+    this.actor.send({ type: 'REPORT_MADE', report });
+  }
+
   resolveSender(): void {
     const sender = this.sender!;
     this.sender = undefined;

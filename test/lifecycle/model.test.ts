@@ -23,6 +23,7 @@ function eventsFor(s: Snap): AnyEvent[] {
   const events: AnyEvent[] = [{ type: 'RECONCILE_TICK' }, { type: 'STOP' }, { type: 'STAND_ASIDE' }, { type: 'MOVE' }, { type: 'RESUME' }, { type: 'LINK_UP' }, { type: 'LINK_DOWN' }, { type: 'GENESIS', bundle: {} }];
   const next = newest(s) + 1;
   if (next <= MAX_SEQUENCE) events.push({ type: 'DELIVERY', delivery: { sequence: next, digest: `sha256:${next}` } });
+  if (s.context.outbox.length < 2) events.push({ type: 'REPORT_MADE', report: { sequence: 0 } });
   const running = children(s);
   if (running.includes('loadStore')) {
     for (const enrolled of [true, false]) for (const mode of ['adopted', 'converged'] as const) events.push({ type: 'xstate.done.actor.loadStore', output: { enrolled, mode, outbox: [] } });
@@ -71,6 +72,7 @@ async function drive(h: Harness, event: AnyEvent): Promise<void> {
   const type = event.type;
   const output = (event as { output?: Record<string, unknown> }).output;
   if (type === 'DELIVERY') h.deliver((event as { delivery: { sequence: number } }).delivery.sequence);
+  else if (type === 'REPORT_MADE') h.refuse();
   else if (type === 'xstate.done.actor.loadStore') h.loadStore!.resolve(output as never);
   else if (type === 'xstate.error.actor.loadStore') h.loadStore!.reject(new Error('unreadable'));
   else if (type === 'xstate.done.actor.genesis') h.genesis!.resolve(output as never);

@@ -1,0 +1,171 @@
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { KV } from '@nats-io/kv';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { Logger } from '../system/log.js';
+import { connectLink, type LinkSettings } from './connect.js';
+import { DECLARATIONS_BUCKET, heartbeatSubject, inventorySubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
+import { lazy } from '../system/interop.js';
+
+export interface DeclarationValue {
+  bytes: Uint8Array;
+  revision: number;
+}
+
+export interface LinkHandlers {
+  /** A value of this node's key: from the watch, or from a read on reconnect or on the timer. */
+  onDeclaration(value: DeclarationValue): void;
+  onUp(): void;
+  onDown(): void;
+  status(): Promise<unknown>;
+  inventory(): Promise<unknown>;
+  heartbeat(): unknown;
+}
+
+export interface LinkOptions {
+  settings: LinkSettings;
+  node: string;
+  log: Logger;
+  /** The key is read again this often, because a watch can stall silently. */
+  rereadMs?: number;
+  heartbeatMs?: number;
+}
+
+/**
+ * The link (DESIGN §8), hiding the NATS client behind a small surface: the machine never sees a
+ * NATS type. It watches this node's key, reads it again on every reconnect and on a timer, answers
+ * status and inventory (read-only), sends a heartbeat, and publishes reports with their message id.
+ * It carries no actions.
+ */
+export class LinkSession {
+  private nc?: NatsConnection;
+  private kv?: KV;
+  private js?: JetStreamClient;
+  private closed = false;
+  private timers: NodeJS.Timeout[] = [];
+  private subs: Subscription[] = [];
+  private lastRevision = 0;
+
+  constructor(private readonly options: LinkOptions, private readonly handlers: LinkHandlers) {}
+
+  async open(): Promise<void> {
+    const { log, node } = this.options;
+    this.nc = await connectLink(this.options.settings, log);
+    if (this.closed) return void (await this.nc.close());
+    const [{ Kvm }, { jetstream }] = await Promise.all([lazy(import('@nats-io/kv')), lazy(import('@nats-io/jetstream'))]);
+    this.js = jetstream(this.nc);
+    void this.followStatus();
+    this.answer(statusSubject(node), () => this.handlers.status());
+    this.answer(inventorySubject(node), () => this.handlers.inventory());
+    this.startHeartbeat();
+    // The control side creates the bucket; until it exists the host waits, saying so.
+    for (let attempt = 0; !this.closed; attempt++) {
+      try {
+        this.kv = await new Kvm(this.nc).open(DECLARATIONS_BUCKET);
+        await this.kv.status();
+        break;
+      } catch (err) {
+        if (attempt % 10 === 0) log.warn({ err: (err as Error).message }, `link: the bucket ${DECLARATIONS_BUCKET} is not there yet; waiting for the control side to create it`);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+    if (this.closed || !this.kv) return;
+    this.handlers.onUp();
+    void this.watch();
+    const reread = setInterval(() => void this.reread('timer'), this.options.rereadMs ?? 60_000);
+    this.timers.push(reread);
+    await this.reread('open');
+  }
+
+  private deliver(value: DeclarationValue): void {
+    if (value.revision <= this.lastRevision) return;
+    this.lastRevision = value.revision;
+    this.handlers.onDeclaration(value);
+  }
+
+  private async watch(): Promise<void> {
+    const kv = this.kv!;
+    try {
+      const iterator = await kv.watch({ key: this.options.node, ignoreDeletes: true });
+      for await (const entry of iterator) {
+        if (this.closed) break;
+        if (entry.operation === 'PUT') this.deliver({ bytes: entry.value, revision: entry.revision });
+      }
+    } catch (err) {
+      if (!this.closed) this.options.log.warn({ err: (err as Error).message }, 'link: the watch ended; the timer and reconnects read the key meanwhile');
+    }
+  }
+
+  private async reread(why: string): Promise<void> {
+    if (!this.kv || this.closed) return;
+    try {
+      const entry = await this.kv.get(this.options.node);
+      if (entry && entry.operation === 'PUT') this.deliver({ bytes: entry.value, revision: entry.revision });
+    } catch (err) {
+      this.options.log.warn({ err: (err as Error).message, why }, 'link: could not read the key');
+    }
+  }
+
+  private async followStatus(): Promise<void> {
+    for await (const status of this.nc!.status()) {
+      if (this.closed) break;
+      if (status.type === 'disconnect') {
+        this.options.log.warn({ server: status.server }, 'link: disconnected; reconnecting');
+        this.handlers.onDown();
+      } else if (status.type === 'reconnect') {
+        this.options.log.info({ server: status.server }, 'link: reconnected; reading the key again');
+        this.handlers.onUp();
+        void this.reread('reconnect');
+      }
+    }
+  }
+
+  private answer(subject: string, reply: () => Promise<unknown>): void {
+    const sub = this.nc!.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) return;
+        reply().then(
+          (value) => msg.respond(JSON.stringify(value)),
+          (e: Error) => msg.respond(JSON.stringify({ error: e.message })),
+        );
+      },
+    });
+    this.subs.push(sub);
+  }
+
+  private startHeartbeat(): void {
+    const every = this.options.heartbeatMs ?? 30_000;
+    const beat = () => {
+      if (this.closed || !this.nc) return;
+      try {
+        this.nc.publish(heartbeatSubject(this.options.node), JSON.stringify(this.handlers.heartbeat()));
+      } catch {
+        // disconnected: the next beat will do
+      }
+      this.timers.push(setTimeout(beat, every));
+    };
+    // A random first delay, so that a fleet restarted together does not beat in step.
+    this.timers.push(setTimeout(beat, Math.floor(Math.random() * every)));
+  }
+
+  /** Publishes one report and waits for the stream's acknowledgement; retries reuse the message id. */
+  async publishReport(sequence: number, bytes: Uint8Array): Promise<{ duplicate: boolean }> {
+    if (!this.js) throw new Error('the link is not connected');
+    const ack = await this.js.publish(reportSubject(this.options.node), bytes, { msgID: reportMessageId(this.options.node, sequence), timeout: 5000 });
+    return { duplicate: ack.duplicate };
+  }
+
+  get connected(): boolean {
+    return this.js !== undefined && !this.closed && !this.nc?.isClosed();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.timers) clearTimeout(t);
+    for (const s of this.subs) s.unsubscribe();
+    try {
+      await this.nc?.close();
+    } catch {
+      // closing anyway
+    }
+  }
+}

@@ -1,0 +1,10 @@
+/** The wire (DESIGN §8, docs/wire.md): any control plane can speak to a host through these names. */
+export const DECLARATIONS_BUCKET = 'mesh_declarations';
+export const REPORTS_STREAM = 'MESH_REPORTS';
+export const reportSubject = (node: string) => `mesh.report.${node}`;
+export const REPORTS_SUBJECTS = 'mesh.report.>';
+export const statusSubject = (node: string) => `mesh.node.${node}.status`;
+export const inventorySubject = (node: string) => `mesh.node.${node}.inventory`;
+export const heartbeatSubject = (node: string) => `mesh.heartbeat.${node}`;
+/** The message id a report is published with: the server stores a retry inside the duplicate window once. */
+export const reportMessageId = (node: string, sequence: number) => `${node}-${sequence}`;

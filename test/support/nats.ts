@@ -1,0 +1,79 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** A free loopback port, asked of the kernel. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export function natsUnavailable(): string | undefined {
+  return spawnSync('nats-server', ['--version']).error ? 'nats-server is not installed (apt-get install nats-server)' : undefined;
+}
+
+const live = new Set<ChildProcess>();
+process.once('exit', () => live.forEach((p) => p.kill('SIGKILL')));
+
+/** Debian's nats-server on a free loopback port, JetStream in a temporary folder; restartable on the same port and store. */
+export class NatsServer {
+  private proc?: ChildProcess;
+  readonly dir = mkdtempSync(join(tmpdir(), 'mesh-host-nats-'));
+  log = '';
+
+  private constructor(readonly port: number, private readonly extra: string[]) {}
+
+  static async start(options: { name?: string; cluster?: { port: number; routes: number[] } } = {}): Promise<NatsServer> {
+    const port = await freePort();
+    const extra = options.cluster
+      ? ['--name', options.name ?? `n${port}`, '--cluster_name', 'mesh', '--cluster', `nats://127.0.0.1:${options.cluster.port}`, '--routes', options.cluster.routes.map((p) => `nats://127.0.0.1:${p}`).join(',')]
+      : [];
+    const server = new NatsServer(port, extra);
+    await server.run();
+    return server;
+  }
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  async run(): Promise<void> {
+    const proc = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.dir, ...this.extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc = proc;
+    live.add(proc);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`nats-server on ${this.port} did not start:\n${this.log}`)), 15_000);
+      const onData = (d: Buffer) => {
+        this.log = (this.log + d.toString()).slice(-8000);
+        if (this.log.includes('Server is ready')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      proc.stderr!.on('data', onData);
+      proc.stdout!.on('data', onData);
+      proc.once('exit', (code) => reject(new Error(`nats-server exited ${code}:\n${this.log}`)));
+    });
+  }
+
+  /** kill -9, as a crash. */
+  async kill(): Promise<void> {
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    proc.kill('SIGKILL');
+    await new Promise((resolve) => proc.once('exit', resolve));
+    live.delete(proc);
+  }
+
+  async stop(): Promise<void> {
+    await this.kill();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
