@@ -16,6 +16,7 @@ import { chooseServiceManager, type ManagerChoice } from '../services/choose.js'
 import { writeDurably } from '../store/durable.js';
 import { acquireLock } from '../store/lock.js';
 import type { Store } from '../store/store.js';
+import type { AppliedMark } from '../store/state.js';
 import type { Clock } from '../system/clock.js';
 import { HostError } from '../system/errors.js';
 import type { Logger } from '../system/log.js';
@@ -49,6 +50,10 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
   let current: Store | undefined;
   let link: LinkSession | undefined;
   let managerChoice: Promise<ManagerChoice> | undefined;
+  /** The last applied (epoch, sequence) as the daemon last read it: deliveries are ordered against it at once. */
+  let lastApplied: AppliedMark | undefined;
+  /** Deliveries are handled one at a time, in the order the link brought them. */
+  let deliveries: Promise<void> = Promise.resolve();
 
   const env = (store: Store): HostEnv => ({
     node: config.node,
@@ -72,7 +77,11 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     try {
       current = openStore(paths.stateDir, log);
       if (quiesced) current.quiesce();
-      return await fn(current);
+      try {
+        return await fn(current);
+      } finally {
+        lastApplied = current.state.lastApplied;
+      }
     } finally {
       lock.release();
     }
@@ -102,15 +111,17 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     }
     const { declaration, digest } = received;
     const mark = { ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest };
-    const stale = await underLock('order', async (store) => {
-      const problem = orderProblem(declaration, digest, store.state.lastApplied);
-      if (problem) return reportRefusal(env(store), { kind: 'stale', message: `the delivery (revision ${revision}): ${problem}; nothing was touched`, trigger: 'delivery', declaration: mark });
-      // Kept before it is enqueued: a reconcile always finds the newest the mesh said.
-      writeDurably(join(paths.stateDir, KEPT_DECLARATION), buffer, 0o600);
-      return undefined;
-    });
-    if (stale) return void actor.send({ type: 'REPORT_MADE', report: { sequence: stale.sequence } });
+    // Ordered against what was applied, without waiting for the apply in flight (the apply checks the
+    // order again under the lock): a stale one is refused and reported.
+    const problem = orderProblem(declaration, digest, lastApplied);
+    if (problem) {
+      const stale = await underLock('refusal', async (store) => reportRefusal(env(store), { kind: 'stale', message: `the delivery (revision ${revision}): ${problem}; nothing was touched`, trigger: 'delivery', declaration: mark }));
+      return void actor.send({ type: 'REPORT_MADE', report: { sequence: stale.sequence } });
+    }
+    // Kept before it is enqueued: a reconcile always finds the newest the mesh said.
+    writeDurably(join(paths.stateDir, KEPT_DECLARATION), buffer, 0o600);
     const delivery: CarriedDelivery = { ...mark, payload: received };
+    log.info({ revision, ...mark }, 'link: delivery kept and enqueued');
     actor.send({ type: 'DELIVERY', delivery });
   }
 
@@ -166,7 +177,9 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
         const session = new LinkSession(
           { settings: { servers: config.servers, name: `mesh-host ${config.node}`, ...(config.creds ? { creds: config.creds } : {}), ...(config.nkeySeed ? { nkeySeed: config.nkeySeed } : {}), ...(config.tls ? { tls: config.tls } : {}) }, node: config.node, log },
           {
-            onDeclaration: ({ bytes, revision }) => void onDeclaration(bytes, revision).catch((err: Error) => log.error({ err }, 'link: a delivery could not be handled')),
+            onDeclaration: ({ bytes, revision }) => {
+              deliveries = deliveries.then(() => onDeclaration(bytes, revision)).catch((err: Error) => log.error({ err }, 'link: a delivery could not be handled'));
+            },
             onUp: () => sendBack({ type: 'LINK_UP' }),
             onDown: () => sendBack({ type: 'LINK_DOWN' }),
             status: async () => statusOf(),

@@ -40,6 +40,10 @@ export class NatsServer {
     return server;
   }
 
+  get running(): boolean {
+    return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
   get url(): string {
     return `nats://127.0.0.1:${this.port}`;
   }

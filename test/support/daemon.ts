@@ -1,0 +1,127 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager, DeliverPolicy } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { ensureWire } from '../../src/link/control.js';
+import { DECLARATIONS_BUCKET, REPORTS_STREAM, reportSubject } from '../../src/link/wire.js';
+import { sign } from '../../src/declaration/envelope.js';
+import type { Report } from '../../src/report/report.js';
+import type { Resource } from '../../src/declaration/schema.js';
+import { projectDir, runCli } from './cli.js';
+import { scratch } from './tree.js';
+
+export interface HostFixture {
+  node: string;
+  dir: string;
+  root: string;
+  state: string;
+  config: string;
+  seed: string;
+  flags: string[];
+  log: () => string;
+  start(): Promise<void>;
+  stop(): Promise<number | null>;
+  kill(): Promise<void>;
+  /** Signs and puts a declaration for this node (or another one's bytes as given). */
+  put(declaration: object, options?: { seed?: string; node?: string }): Promise<number>;
+  reports(): Promise<Report[]>;
+  waitForReports(count: number, timeoutMs?: number): Promise<Report[]>;
+  cleanup(): Promise<void>;
+}
+
+let fixtures = 0;
+
+export async function control(servers: string[]): Promise<NatsConnection> {
+  return connect({ servers, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+}
+
+/**
+ * An enrolled host on a scratch root: keys made, a bundle for the servers given, genesis run; the
+ * daemon is then started and stopped as a process (`mesh-host run`), as an operator would.
+ */
+export async function enrolledHost(servers: string[], options: { resources?: Resource[]; config?: object; replicas?: number } = {}): Promise<HostFixture> {
+  const s = scratch('mesh-host-daemon-');
+  const node = `node-${process.pid}-${++fixtures}`;
+  const root = join(s.dir, 'root');
+  mkdirSync(join(root, 'srv'), { recursive: true });
+  const state = join(s.dir, 'state');
+  const config = join(s.dir, 'host.json');
+  const keys = join(s.dir, 'keys');
+  await runCli('meshctl', ['keygen', '--out', keys]);
+  const seed = readFileSync(join(keys, 'operator.nk'), 'utf8').trim();
+  const declPath = join(s.dir, 'first.json');
+  writeFileSync(declPath, JSON.stringify({ version: 1, node, mode: 'converged', epoch: 1, sequence: 1, resources: options.resources ?? [{ type: 'directory', id: 'app', path: '/srv/app' }] }));
+  const bundle = join(s.dir, 'bundle.json');
+  const made = await runCli('meshctl', ['bundle', declPath, '--key', join(keys, 'operator.nk'), '--server', servers.join(','), '--out', bundle]);
+  if (made.code !== 0) throw new Error(made.stderr);
+  const flags = ['--root', root, '--state-dir', state, '--config', config];
+  const genesis = await runCli('mesh-host', ['genesis', bundle, '--mode', 'converged', ...flags, '--log-level', 'warn']);
+  if (genesis.code !== 0) throw new Error(genesis.stderr);
+  writeFileSync(config, JSON.stringify({ ...JSON.parse(readFileSync(config, 'utf8')), reconcileIntervalMs: 3_600_000, verifyPauseMs: 200, ...options.config }));
+
+  const nc = await control(servers);
+  await ensureWire(nc, options.replicas ? { replicas: options.replicas } : {});
+  let proc: ChildProcess | undefined;
+  let log = '';
+  const fixture: HostFixture = {
+    node, dir: s.dir, root, state, config, seed, flags,
+    log: () => log,
+    async start() {
+      proc = spawn(process.execPath, [join(projectDir, 'bin/mesh-host'), 'run', ...flags, '--log-level', 'debug'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      proc.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+      proc.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+      const started = Date.now();
+      while (!log.includes('"link: connected"') && !log.includes('msg":"link: connected')) {
+        if (Date.now() - started > 15_000) throw new Error(`the daemon did not connect:\n${log}`);
+        if (proc.exitCode !== null) throw new Error(`the daemon exited ${proc.exitCode}:\n${log}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    async stop() {
+      if (!proc || proc.exitCode !== null) return proc?.exitCode ?? null;
+      const p = proc;
+      p.kill('SIGTERM');
+      return new Promise((resolve) => p.once('exit', (code) => resolve(code)));
+    },
+    async kill() {
+      if (!proc || proc.exitCode !== null) return;
+      const p = proc;
+      p.kill('SIGKILL');
+      await new Promise((resolve) => p.once('exit', resolve));
+    },
+    async put(declaration, opts = {}) {
+      const kv = await new Kvm(nc).open(DECLARATIONS_BUCKET);
+      const envelope = await sign(Buffer.from(JSON.stringify({ version: 1, node, mode: 'converged', ...declaration })), opts.seed ?? seed);
+      return kv.put(opts.node ?? node, JSON.stringify(envelope));
+    },
+    async reports() {
+      const js = jetstream(nc);
+      const jsm = await jetstreamManager(nc);
+      const info = await jsm.streams.info(REPORTS_STREAM, { subjects_filter: reportSubject(node) } as never);
+      const count = (info.state.subjects as Record<string, number> | undefined)?.[reportSubject(node)] ?? 0;
+      if (count === 0) return [];
+      const consumer = await js.consumers.get(REPORTS_STREAM, { filter_subjects: reportSubject(node), deliver_policy: DeliverPolicy.All });
+      const out: Report[] = [];
+      const messages = await consumer.fetch({ max_messages: count, expires: 2000 });
+      for await (const m of messages) out.push(JSON.parse(m.string()) as Report);
+      return out;
+    },
+    async waitForReports(count, timeoutMs = 20_000) {
+      const started = Date.now();
+      for (;;) {
+        const got = await fixture.reports().catch(() => []);
+        if (got.length >= count) return got;
+        if (Date.now() - started > timeoutMs) throw new Error(`${got.length} of ${count} reports after ${timeoutMs} ms:\n${log.slice(-3000)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async cleanup() {
+      await fixture.kill();
+      await nc.close();
+      s.cleanup();
+    },
+  };
+  return fixture;
+}
