@@ -15,6 +15,10 @@ export interface HostConfig {
   verifyPauseMs: number;
   /** How long a command waits for the lock before it names the holder and gives up (exit 3). */
   lockTimeoutMs: number;
+  /** How often the key is read again besides the watch (default a minute): a watch can stall silently. */
+  rereadMs?: number;
+  /** How often the heartbeat is published (the first after a random part of it). */
+  heartbeatMs?: number;
   /** Forces the service manager instead of taking it from the inventory. */
   serviceManager?: 'systemd' | 'openrc';
 }

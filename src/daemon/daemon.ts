@@ -175,7 +175,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
           return () => {};
         }
         const session = new LinkSession(
-          { settings: { servers: config.servers, name: `mesh-host ${config.node}`, ...(config.creds ? { creds: config.creds } : {}), ...(config.nkeySeed ? { nkeySeed: config.nkeySeed } : {}), ...(config.tls ? { tls: config.tls } : {}) }, node: config.node, log },
+          { settings: { servers: config.servers, name: `mesh-host ${config.node}`, ...(config.creds ? { creds: config.creds } : {}), ...(config.nkeySeed ? { nkeySeed: config.nkeySeed } : {}), ...(config.tls ? { tls: config.tls } : {}) }, node: config.node, log, ...(config.heartbeatMs ? { heartbeatMs: config.heartbeatMs } : {}), ...(config.rereadMs ? { rereadMs: config.rereadMs } : {}) },
           {
             onDeclaration: ({ bytes, revision }) => {
               deliveries = deliveries.then(() => onDeclaration(bytes, revision)).catch((err: Error) => log.error({ err }, 'link: a delivery could not be handled'));

@@ -95,13 +95,23 @@ export class LinkSession {
     }
   }
 
-  private async reread(why: string): Promise<void> {
-    if (!this.kv || this.closed) return;
+  private async reread(why: string): Promise<boolean> {
+    if (!this.kv || this.closed) return false;
     try {
       const entry = await this.kv.get(this.options.node);
       if (entry && entry.operation === 'PUT') this.deliver({ bytes: entry.value, revision: entry.revision });
+      return true;
     } catch (err) {
       this.options.log.warn({ err: (err as Error).message, why }, 'link: could not read the key');
+      return false;
+    }
+  }
+
+  /** After a reconnect the bucket may need a moment (a new stream leader): read until it answers. */
+  private async rereadUntilRead(why: string): Promise<void> {
+    for (let attempt = 0; attempt < 60 && !this.closed; attempt++) {
+      if (await this.reread(why)) return;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   }
 
@@ -114,7 +124,7 @@ export class LinkSession {
       } else if (status.type === 'reconnect') {
         this.options.log.info({ server: status.server }, 'link: reconnected; reading the key again');
         this.handlers.onUp();
-        void this.reread('reconnect');
+        void this.rereadUntilRead('reconnect');
       }
     }
   }

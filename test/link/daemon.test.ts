@@ -44,8 +44,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     return h;
   }
 
-  it('a delivery is applied and reported, after the genesis report, in order, once', async () => {
-    const h = await host();
+  it('a delivery is applied and reported, after the genesis report, in order, once; status and heartbeat answer', async () => {
+    const h = await host({ config: { heartbeatMs: 300 } });
     await h.put({ epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'file', id: 'conf', path: '/srv/app/app.conf', content: 'x=1\n' }] });
     const reports = await h.waitForReports(2);
     expect(reports.map((r) => [r.sequence, r.trigger, r.outcome])).toEqual([[1, 'genesis', 'converged'], [2, 'delivery', 'converged']]);
@@ -53,7 +53,55 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     // The kept declaration is exactly the bytes the link delivered.
     expect(JSON.parse(readFileSync(join(h.state, 'declared.json'), 'utf8'))).toHaveProperty('signature');
     expect(readdirSync(join(h.state, 'outbox'))).toEqual([]);
+    const { runCli } = await import('../support/cli.js');
+    const status = await runCli('meshctl', ['status', h.node, '--server', server.url, '--json', '--log-level', 'warn']);
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ node: h.node, mode: 'converged', reportSequence: 2, lastApplied: { epoch: 1, sequence: 2 } });
+    const { connect } = await import('@nats-io/transport-node');
+    const nc = await connect({ servers: [server.url] });
+    const beat = await new Promise<{ node: string; reportSequence: number; uptimeSeconds: number }>((resolve) => {
+      nc.subscribe(`mesh.heartbeat.${h.node}`, { max: 1, callback: (_e, m) => resolve(JSON.parse(m.string())) });
+    });
+    await nc.close();
+    expect(beat).toMatchObject({ node: h.node, reportSequence: 2 });
+    // SIGTERM ends it between applies, with status 0.
     expect(await h.stop()).toBe(0);
+    expect(h.log()).toContain('the host ends between applies: the store is quiesced');
+  });
+
+  it('moves to another bus when the link settings change: every watch and stream reopened there', async () => {
+    const other = await NatsServer.start();
+    try {
+      const h = await host();
+      await h.waitForReports(1);
+      const { control } = await import('../support/daemon.js');
+      const { ensureWire } = await import('../../src/link/control.js');
+      const nc = await control([other.url]);
+      await ensureWire(nc);
+      const config = JSON.parse(readFileSync(h.config, 'utf8'));
+      const { writeFileSync } = await import('node:fs');
+      writeFileSync(h.config, JSON.stringify({ ...config, servers: [other.url] }));
+      const deadline = Date.now() + 15_000;
+      while (!h.log().includes('moving to the new bus') && Date.now() < deadline) await wait(50);
+      while ((h.log().match(/link: connected/g) ?? []).length < 2 && Date.now() < deadline) await wait(50);
+      const { sign } = await import('../../src/declaration/envelope.js');
+      const { Kvm } = await import('@nats-io/kv');
+      const envelope = await sign(Buffer.from(JSON.stringify({ version: 1, node: h.node, mode: 'converged', epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'moved', path: '/srv/moved' }] })), h.seed);
+      await (await new Kvm(nc).open('mesh_declarations')).put(h.node, JSON.stringify(envelope));
+      while (!existsSync(join(h.root, 'srv/moved')) && Date.now() < deadline) await wait(50);
+      expect(existsSync(join(h.root, 'srv/moved'))).toBe(true);
+      const { jetstream } = await import('@nats-io/jetstream');
+      const consumer = await jetstream(nc).consumers.get('MESH_REPORTS');
+      let report: Report | undefined;
+      while (!report && Date.now() < deadline) {
+        const m = await consumer.next({ expires: 1000 });
+        if (m) report = JSON.parse(m.string()) as Report;
+      }
+      expect(report).toMatchObject({ node: h.node, trigger: 'delivery', declaration: { sequence: 2 } });
+      await nc.close();
+    } finally {
+      await other.stop();
+    }
   });
 
   it('refuses a forged envelope, a stale epoch and a declaration for another node, reports each, touches nothing', async () => {

@@ -104,8 +104,11 @@ export async function enrolledHost(servers: string[], options: { resources?: Res
       if (count === 0) return [];
       const consumer = await js.consumers.get(REPORTS_STREAM, { filter_subjects: reportSubject(node), deliver_policy: DeliverPolicy.All });
       const out: Report[] = [];
-      const messages = await consumer.fetch({ max_messages: count, expires: 2000 });
-      for await (const m of messages) out.push(JSON.parse(m.string()) as Report);
+      while (out.length < count) {
+        const m = await consumer.next({ expires: 2000 });
+        if (!m) break;
+        out.push(JSON.parse(m.string()) as Report);
+      }
       return out;
     },
     async waitForReports(count, timeoutMs = 20_000) {

@@ -30,8 +30,8 @@ export class NatsServer {
 
   private constructor(readonly port: number, private readonly extra: string[]) {}
 
-  static async start(options: { name?: string; cluster?: { port: number; routes: number[] } } = {}): Promise<NatsServer> {
-    const port = await freePort();
+  static async start(options: { name?: string; port?: number; cluster?: { port: number; routes: number[] } } = {}): Promise<NatsServer> {
+    const port = options.port ?? (await freePort());
     const extra = options.cluster
       ? ['--name', options.name ?? `n${port}`, '--cluster_name', 'mesh', '--cluster', `nats://127.0.0.1:${options.cluster.port}`, '--routes', options.cluster.routes.map((p) => `nats://127.0.0.1:${p}`).join(',')]
       : [];
@@ -80,4 +80,11 @@ export class NatsServer {
     await this.kill();
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** Three servers in one JetStream cluster on loopback, every one routed to the others. */
+export async function startCluster(): Promise<NatsServer[]> {
+  const clients = [await freePort(), await freePort(), await freePort()];
+  const routes = [await freePort(), await freePort(), await freePort()];
+  return Promise.all(clients.map((port, i) => NatsServer.start({ name: `n${i}`, port, cluster: { port: routes[i]!, routes: routes.filter((_, j) => j !== i) } })));
 }
