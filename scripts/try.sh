@@ -1,26 +1,59 @@
 #!/usr/bin/env bash
-# The main job on an embedded default, on a scratch tree: installs what it needs, shows what mesh-host
-# sees on this machine, applies the example declaration onto a scratch --root, then applies it again
-# to show the no-op. Nothing outside the scratch folder is touched.
+# The main job, end to end on loopback, on a scratch tree: installs what it needs, shows what mesh-host
+# sees on this machine, starts a nats-server for the mesh, enrols a host by genesis on a scratch --root,
+# runs the daemon, sends a changed declaration with meshctl, shows the reports, and stops everything.
+# Nothing outside the scratch folder is touched; only processes started here are stopped, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >&2
 
 scratch=$(mktemp -d /tmp/mesh-host-try.XXXXXX)
-mkdir -p "$scratch/root/etc" "$scratch/root/srv"
-echo '{ "node": "example" }' > "$scratch/host.json"
-flags=(--root "$scratch/root" --state-dir "$scratch/state" --config "$scratch/host.json" --log-level warn)
+mkdir -p "$scratch/root/etc" "$scratch/root/srv" "$scratch/nats"
+port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
+server="nats://127.0.0.1:$port"
+flags=(--root "$scratch/root" --state-dir "$scratch/state" --config "$scratch/host.json")
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT
 
 echo "== mesh-host inventory"
 ./bin/mesh-host inventory
 echo
-echo "== mesh-host apply fixtures/declarations/example.json (scratch root $scratch/root)"
-./bin/mesh-host apply fixtures/declarations/example.json "${flags[@]}"
+
+echo "== a nats-server for the mesh on $server (JetStream in $scratch/nats)"
+nats-server -a 127.0.0.1 -p "$port" -js -sd "$scratch/nats" > "$scratch/nats.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q 'Server is ready' "$scratch/nats.log" && break; sleep 0.1; done
+
+echo "== the control side: a key, and a genesis bundle for node 'example'"
+./bin/meshctl keygen --out "$scratch/keys" --log-level warn
+./bin/meshctl bundle fixtures/declarations/example.json --key "$scratch/keys/operator.nk" --server "$server" --out "$scratch/bundle.json" --log-level warn
 echo
-echo "== the same again: nothing to do"
-./bin/mesh-host apply fixtures/declarations/example.json "${flags[@]}"
+
+echo "== mesh-host genesis (scratch root $scratch/root)"
+./bin/mesh-host genesis "$scratch/bundle.json" --mode converged "${flags[@]}" --log-level warn
 echo
-echo "== mesh-host status"
-./bin/mesh-host status "${flags[@]}"
+
+echo "== mesh-host run, in the background (its log: $scratch/daemon.log)"
+./bin/mesh-host run "${flags[@]}" > "$scratch/daemon.log" 2>&1 &
+daemon=$!
+pids=("$daemon" "${pids[@]}")
+for _ in $(seq 100); do grep -q 'link: connected' "$scratch/daemon.log" && break; sleep 0.1; done
+
+echo "== meshctl send example fixtures/declarations/example-update.json, then the same again"
+./bin/meshctl send example fixtures/declarations/example-update.json --key "$scratch/keys/operator.nk" --server "$server" --log-level warn
+sleep 1
+./bin/meshctl send example fixtures/declarations/example-update.json --key "$scratch/keys/operator.nk" --server "$server" --log-level warn
+sleep 1.5
 echo
+echo "== meshctl reports --node example (one line a report: sequence, trigger, outcome, steps)"
+./bin/meshctl reports --node example --server "$server" --log-level warn \
+  | node -e 'require("readline").createInterface({input:process.stdin}).on("line",l=>{const r=JSON.parse(l);const c={};for(const s of r.steps)c[s.status]=(c[s.status]||0)+1;console.log(`report ${r.sequence}: ${r.trigger} ${r.outcome} (${Object.entries(c).map(([k,v])=>v+" "+k).join(", ")})`)})'
+echo
+echo "== meshctl status example"
+./bin/meshctl status example --server "$server" --log-level warn
+echo
+echo "== stopping the daemon (SIGTERM: it ends between applies) and the nats-server"
+kill -TERM "$daemon"; wait "$daemon" || true
+pids=("${pids[@]:1}")
 echo "(scratch left in $scratch for a look; remove it with: rm -rf $scratch)"

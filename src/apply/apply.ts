@@ -170,16 +170,26 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       };
     });
     // The report reaches the outbox before the store records its sequence: a crash in between leaves
-    // a report the next start counts (see openOutboxedStore), never a sequence without its report.
-    if (speaks) env.outbox?.add(report);
+    // a report the next start counts (see openStore), never a sequence without its report.
+    const failures: string[] = [];
+    const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    if (speaks && env.outbox) {
+      try {
+        env.outbox.add(report);
+      } catch (err) {
+        failures.push(`the report could not be kept in the outbox (${code(err)}): the mesh will not hear of this apply`);
+      }
+    }
     // Saved even when the apply failed: what was applied before the failure is on the machine.
     try {
       store.save();
     } catch (err) {
-      const message = `the store could not be saved (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): the machine holds what was applied, the record on disk is the one before this apply`;
-      env.log.error({ err }, message);
+      failures.push(`the store could not be saved (${code(err)}): the machine holds what was applied, the record on disk is the one before this apply`);
+    }
+    if (failures.length > 0) {
+      env.log.error({ failures }, failures.join('; '));
       report.outcome = 'failed';
-      report.error = { message };
+      report.error = { message: failures.join('; ') };
     }
     sayApplyDetail(env.log, report);
     return { kind: speaks ? 'applied' : 'silent', plan, report };
