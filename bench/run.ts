@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { benchConverge, convergeTable, type ConvergeFigures } from './converge.js';
 import { benchStartup } from './startup.js';
 import { benchServices } from './services.js';
+import { benchLink } from './link.js';
 import { machine } from './stats.js';
 
 const project = fileURLToPath(new URL('../../', import.meta.url));
@@ -40,6 +41,10 @@ if (!only || only === 'converge') {
 }
 if (!only || only === 'services') {
   sections.push(...(await benchServices()), '');
+  out();
+}
+if (!only || only === 'link') {
+  sections.push(...(await benchLink()), '');
   out();
 }
 console.error('docs/bench.md written');

@@ -9,6 +9,7 @@ import { loadConfig, type HostConfig } from '../config/config.js';
 import { receiveDeclaration, type Received } from '../declaration/load.js';
 import { orderProblem } from '../apply/order.js';
 import { takeInventory } from '../inventory/inventory.js';
+import { probeLinks, type Link } from '../inventory/links.js';
 import { LinkSession } from '../link/session.js';
 import { Outbox } from '../report/outbox.js';
 import { systemAccounts } from '../resources/accounts.js';
@@ -67,8 +68,18 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     serviceManager: () => (managerChoice ??= chooseServiceManager(runner, config.serviceManager)),
     verifyPauseMs: config.verifyPauseMs,
     outbox,
-    facts: async () => ({ links: (await takeInventory({ runner, probeTimeoutMs: 2000 })).links.links }),
+    facts: async () => ({ links: await linksFact() }),
   });
+
+  // The links are probed at most every 30 s: three `ip` processes an apply would cost more than the
+  // apply itself, and links change on the scale of minutes (the reconcile's fingerprint reads them).
+  let links: { at: number; value: Promise<Link[]> } | undefined;
+  function linksFact(): Promise<Link[]> {
+    if (!links || clock.monotonic() - links.at > 30_000) {
+      links = { at: clock.monotonic(), value: probeLinks(runner, 2000).then((f) => f.links) };
+    }
+    return links.value;
+  }
 
   /** Runs fn with the lock held and the store read afresh; the store it saves to is the one quiesce stops. */
   async function underLock<T>(what: string, fn: (store: Store) => Promise<T>): Promise<T> {

@@ -1,4 +1,5 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync } from 'node:fs';
+import { readFully } from '../system/read.js';
 import { refused } from '../system/errors.js';
 import type { Declaration } from './schema.js';
 import { digestOf, isEnvelope, openEnvelope } from './envelope.js';
@@ -76,14 +77,7 @@ export function readDeclarationFile(path: string): Buffer {
     if (size > MAX_DECLARATION_BYTES) {
       throw refused(`${path}: ${size} bytes is over the bound of ${MAX_DECLARATION_BYTES}; not parsed, nothing was touched`);
     }
-    const buffer = Buffer.alloc(size);
-    let read = 0;
-    while (read < size) {
-      const n = readSync(fd, buffer, read, size - read, read);
-      if (n === 0) break;
-      read += n;
-    }
-    return buffer.subarray(0, read);
+    return readFully(fd, size);
   } finally {
     closeSync(fd);
   }

@@ -1,6 +1,6 @@
 import type { Stats } from 'node:fs';
 import type { DirectoryResource } from '../declaration/schema.js';
-import { foundVerdict, HELD_REASON, metaDrift, ownRecord, wantedMeta } from './ownership.js';
+import { foundVerdict, HELD_REASON, metaDrift, observe, ownRecord } from './ownership.js';
 import { PathRefused } from './rooted-fs.js';
 import { stepOf, type Checked, type ResourceHandler } from './types.js';
 
@@ -8,15 +8,9 @@ export const directoryHandler: ResourceHandler<DirectoryResource> = {
   async converge(resource, ctx, apply): Promise<Checked> {
     const path = resource.path;
     const step = (actions: string[]) => stepOf(resource, path, actions);
-    const want = wantedMeta(resource, ctx.accounts);
-    if (typeof want === 'string') return { step: step([]), verb: 'none', problem: want };
-    let st: Stats | undefined;
-    try {
-      st = ctx.removing.has(path) && !apply ? undefined : ctx.fs.lstat(path);
-    } catch (err) {
-      if (err instanceof PathRefused) return { step: step([]), verb: 'none', problem: err.message };
-      throw err;
-    }
+    const seen = observe(resource, ctx, apply);
+    if ('problem' in seen) return { step: step([]), verb: 'none', problem: seen.problem };
+    const { want, st } = seen;
     if (st === undefined) {
       if (apply) {
         ctx.fs.mkdir(path, want.mode, want.uid, want.gid);

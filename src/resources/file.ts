@@ -5,7 +5,7 @@ import type { Stats } from 'node:fs';
 import type { FileResource } from '../declaration/schema.js';
 import type { ResourceRecord, SeenFile } from '../store/state.js';
 import { fsyncDirectory } from '../store/durable.js';
-import { foundVerdict, HELD_REASON, metaDrift, ownRecord, wantedMeta, type Wanted } from './ownership.js';
+import { foundVerdict, HELD_REASON, metaDrift, observe, ownRecord, type Wanted } from './ownership.js';
 import { PathRefused } from './rooted-fs.js';
 import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
 
@@ -49,16 +49,9 @@ export const fileHandler: ResourceHandler<FileResource> = {
   async converge(resource, ctx, apply): Promise<Checked> {
     const path = resource.path;
     const step = (actions: string[]) => stepOf(resource, path, actions);
-    const want = wantedMeta(resource, ctx.accounts);
-    if (typeof want === 'string') return { step: step([]), verb: 'none', problem: want };
-
-    let st: Stats | undefined;
-    try {
-      st = ctx.removing.has(path) && !apply ? undefined : ctx.fs.lstat(path);
-    } catch (err) {
-      if (err instanceof PathRefused) return { step: step([]), verb: 'none', problem: err.message };
-      throw err;
-    }
+    const seen = observe(resource, ctx, apply);
+    if ('problem' in seen) return { step: step([]), verb: 'none', problem: seen.problem };
+    const { want, st } = seen;
     const content = contentOf(resource);
     const record = ownRecord(ctx, resource.id, 'file', path);
     const digest = digestOf(content);

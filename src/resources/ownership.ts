@@ -3,6 +3,7 @@ import type { DirectoryResource, FileResource } from '../declaration/schema.js';
 import type { ResourceRecord } from '../store/state.js';
 import type { Accounts } from './accounts.js';
 import type { ConvergeContext } from './types.js';
+import { PathRefused } from './rooted-fs.js';
 
 export interface Wanted {
   mode: number;
@@ -48,3 +49,23 @@ export function foundVerdict(resource: { take?: boolean | undefined }, ctx: Conv
 }
 
 export const HELD_REASON = 'found here, not created by the host; left as found (adopted machine)';
+
+/**
+ * What every path resource looks at first: what it asks for (mode, owner, group) and what stands at
+ * its path now. A link in the way or an unknown account is a problem that refuses the step; a path
+ * this apply removes first reads, in the plan, as already gone.
+ */
+export function observe(
+  resource: FileResource | DirectoryResource,
+  ctx: ConvergeContext,
+  apply: boolean,
+): { want: Wanted; st: Stats | undefined } | { problem: string } {
+  const want = wantedMeta(resource, ctx.accounts);
+  if (typeof want === 'string') return { problem: want };
+  try {
+    return { want, st: ctx.removing.has(resource.path) && !apply ? undefined : ctx.fs.lstat(resource.path) };
+  } catch (err) {
+    if (err instanceof PathRefused) return { problem: err.message };
+    throw err;
+  }
+}

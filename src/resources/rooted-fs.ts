@@ -1,9 +1,10 @@
 import {
   closeSync, constants, fchmodSync, fchownSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync,
-  readSync, readlinkSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats,
+  readlinkSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats,
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
+import { readFully } from '../system/read.js';
 
 /** A declared path could not be reached without following a link or crossing a non-directory. */
 export class PathRefused extends Error {
@@ -102,14 +103,7 @@ export class RootedFs {
     if (parent.kind !== 'dir') throw new Error(`the directory ${parent.missing} does not exist`);
     const fd = openSync(`${parent.real}/${posix.basename(path)}`, constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
-      const buffer = Buffer.allocUnsafe(size);
-      let read = 0;
-      while (read < size) {
-        const n = readSync(fd, buffer, read, size - read, read);
-        if (n === 0) break;
-        read += n;
-      }
-      return read === size ? buffer : buffer.subarray(0, read);
+      return readFully(fd, size);
     } finally {
       closeSync(fd);
     }

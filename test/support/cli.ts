@@ -1,7 +1,15 @@
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { systemRunner, type RunResult } from '../../src/system/runner.js';
 
-export const projectDir = fileURLToPath(new URL('../../', import.meta.url));
+/** The package root, found upwards from this file (the tests run from test/, the benchmarks from dist/test/). */
+export const projectDir = ((): string => {
+  for (const up of ['../../', '../../../']) {
+    const dir = fileURLToPath(new URL(up, import.meta.url));
+    if (existsSync(`${dir}package.json`) && existsSync(`${dir}bin/mesh-host`)) return dir;
+  }
+  throw new Error('the package root was not found');
+})();
 
 /** Runs a built program as an operator would; tests that need it rely on `npm run build` (the test script does it). */
 export function runCli(program: 'mesh-host' | 'meshctl', args: string[], options: { timeoutMs?: number; input?: string } = {}): Promise<RunResult> {

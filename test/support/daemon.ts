@@ -49,7 +49,8 @@ export async function enrolledHost(servers: string[], options: { resources?: Res
   const state = join(s.dir, 'state');
   const config = join(s.dir, 'host.json');
   const keys = join(s.dir, 'keys');
-  await runCli('meshctl', ['keygen', '--out', keys]);
+  const keygen = await runCli('meshctl', ['keygen', '--out', keys]);
+  if (keygen.code !== 0) throw new Error(`meshctl keygen: ${keygen.stderr}`);
   const seed = readFileSync(join(keys, 'operator.nk'), 'utf8').trim();
   const declPath = join(s.dir, 'first.json');
   writeFileSync(declPath, JSON.stringify({ version: 1, node, mode: 'converged', epoch: 1, sequence: 1, resources: options.resources ?? [{ type: 'directory', id: 'app', path: '/srv/app' }] }));

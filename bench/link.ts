@@ -1,0 +1,90 @@
+import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { connect } from '@nats-io/transport-node';
+import type { Resource } from '../src/declaration/schema.js';
+import { enrolledHost } from '../test/support/daemon.js';
+import { NatsServer, natsUnavailable } from '../test/support/nats.js';
+import { fmt, median, percentile } from './stats.js';
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function daemonPid(): number {
+  // The daemon is the only `mesh-host run` child of this process: found by its command line.
+  const out = execFileSync('pgrep', ['-P', String(process.pid), '-f', 'mesh-host run'], { encoding: 'utf8' });
+  return Number(out.trim().split('\n')[0]);
+}
+
+function rssMb(pid: number): number {
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+  return kb / 1024;
+}
+
+function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** Delivery-to-report latency over loopback, the daemon's RSS over 1,000 applies, its idle CPU. */
+export async function benchLink(): Promise<string[]> {
+  const unavailable = natsUnavailable();
+  if (unavailable) return ['## The link', '', `Not measured: ${unavailable}.`];
+  const server = await NatsServer.start();
+  const files: Resource[] = [{ type: 'directory', id: 'app', path: '/srv/app' }, ...Array.from({ length: 100 }, (_, i): Resource => ({ type: 'file', id: `f${i}`, path: `/srv/app/f${i}.conf`, content: `key = ${i}\n` }))];
+  const h = await enrolledHost([server.url], { resources: files, config: { reconcileIntervalMs: 3_600_000 } });
+  try {
+    await h.start();
+    await h.waitForReports(1);
+    const pid = daemonPid();
+    const nc = await connect({ servers: [server.url] });
+    const waiting = new Map<number, () => void>();
+    nc.subscribe(`mesh.report.${h.node}`, {
+      callback: (_e, m) => {
+        const r = JSON.parse(m.string()) as { declaration?: { sequence: number } };
+        waiting.get(r.declaration?.sequence ?? -1)?.();
+      },
+    });
+    let sequence = 1;
+    const deliver = async () => {
+      const s = ++sequence;
+      const arrived = new Promise<void>((resolve) => waiting.set(s, resolve));
+      const t = performance.now();
+      await h.put({ epoch: 1, sequence: s, resources: files });
+      await arrived;
+      waiting.delete(s);
+      return performance.now() - t;
+    };
+    for (let i = 0; i < 20; i++) await deliver(); // warm
+    const latencies: number[] = [];
+    for (let i = 0; i < 250; i++) latencies.push(await deliver());
+    const rss: Array<[number, number]> = [[0, rssMb(pid)]];
+    for (let i = 1; i <= 1000; i++) {
+      await deliver();
+      if (i % 250 === 0) rss.push([i, rssMb(pid)]);
+    }
+    // Idle: nothing but its timers (heartbeat, the key's re-read) for a minute.
+    await wait(2000);
+    const hz = 100;
+    const before = cpuTicks(pid);
+    await wait(60_000);
+    const idleCpuMs = ((cpuTicks(pid) - before) / hz) * 1000;
+    await nc.close();
+    return [
+      '## The link (a real nats-server on loopback, `mesh-host run` as a process)',
+      '',
+      'A no-op declaration of 100 files (a new sequence each time, nothing to change): from `kv.put` by the',
+      'control side to the report arriving on `mesh.report.<node>` (the apply, the store save, the outbox',
+      'write, the JetStream publish and its acknowledgement included).',
+      '',
+      '| figure | value | target |',
+      '| --- | ---: | ---: |',
+      `| delivery-to-report, median of ${latencies.length} | ${fmt(median(latencies))} ms | under 15 ms |`,
+      `| delivery-to-report, p99 | ${fmt(percentile(latencies, 99))} ms | under 40 ms |`,
+      `| daemon RSS after 0 / 250 / 500 / 750 / 1,000 further applies | ${rss.map(([, mb]) => mb.toFixed(0)).join(' / ')} MB | under 100 MB, not growing |`,
+      `| CPU time of the idle daemon over 60 s | ${fmt(idleCpuMs)} ms | nothing but its timers |`,
+    ];
+  } finally {
+    await h.cleanup();
+    await server.stop();
+  }
+}
