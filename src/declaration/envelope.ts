@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { operatorKey, verifyEd25519 } from './nkey.js';
 import { lazy } from '../system/interop.js';
 
 /** nkeys is loaded only when a signature is made or checked: start-up without an envelope does not pay for it. */
@@ -36,7 +37,7 @@ export type Opened = { ok: true; payload: Buffer; key: string } | { ok: false; r
  * Checks the signature before anything reads the payload. With a pinned key the envelope must be
  * signed by it; without one, only that the envelope is consistent with the key it names.
  */
-export async function openEnvelope(envelope: Envelope, pinnedKey?: string): Promise<Opened> {
+export function openEnvelope(envelope: Envelope, pinnedKey?: string): Opened {
   if (typeof envelope.payload !== 'string' || typeof envelope.key !== 'string' || typeof envelope.signature !== 'string') {
     return { ok: false, reason: 'the envelope fields payload, key and signature must be strings' };
   }
@@ -45,13 +46,9 @@ export async function openEnvelope(envelope: Envelope, pinnedKey?: string): Prom
   }
   const payload = Buffer.from(envelope.payload, 'base64');
   const signature = Buffer.from(envelope.signature, 'base64');
-  let valid: boolean;
-  try {
-    valid = (await nkeys()).fromPublic(envelope.key).verify(payload, signature);
-  } catch (err) {
-    return { ok: false, reason: `the key ${envelope.key} is not an operator public key: ${(err as Error).message}` };
-  }
-  if (!envelope.key.startsWith('O')) return { ok: false, reason: `the key ${envelope.key} is not an operator key (O…)` };
+  const key = operatorKey(envelope.key);
+  if (typeof key === 'string') return { ok: false, reason: `the key ${key}` };
+  const valid = verifyEd25519(key, payload, signature);
   if (!valid) return { ok: false, reason: `the signature does not match the payload for key ${envelope.key}` };
   return { ok: true, payload, key: envelope.key };
 }

@@ -51,7 +51,7 @@ export async function receiveDeclaration(bytes: Buffer, options: ReceiveOptions)
   let payload = bytes;
   let signedBy: string | undefined;
   if (isEnvelope(outer)) {
-    const opened = await openEnvelope(outer, options.pinnedKey);
+    const opened = openEnvelope(outer, options.pinnedKey);
     if (!opened.ok) throw refused(`${options.source}: signature refused: ${opened.reason}; nothing was touched`);
     payload = opened.payload;
     signedBy = opened.key;

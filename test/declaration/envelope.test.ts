@@ -10,7 +10,7 @@ describe('signed envelopes', () => {
     expect(key.seed).toMatch(/^SO/);
     expect(key.publicKey).toMatch(/^O/);
     const envelope = await sign(payload, key.seed);
-    expect(await openEnvelope(envelope, key.publicKey)).toMatchObject({ ok: true, key: key.publicKey });
+    expect(openEnvelope(envelope, key.publicKey)).toMatchObject({ ok: true, key: key.publicKey });
     const received = await receiveDeclaration(Buffer.from(JSON.stringify(envelope)), { source: 'e', pinnedKey: key.publicKey });
     expect(received.digest).toBe(digestOf(payload));
     expect(received.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
@@ -21,11 +21,11 @@ describe('signed envelopes', () => {
     const key = await newOperatorKey();
     const other = await newOperatorKey();
     const envelope = await sign(payload, key.seed);
-    expect(await openEnvelope(envelope, other.publicKey)).toMatchObject({ ok: false, reason: expect.stringContaining('pinned key') });
+    expect(openEnvelope(envelope, other.publicKey)).toMatchObject({ ok: false, reason: expect.stringContaining('pinned key') });
     const forged = { ...(await sign(payload, other.seed)), key: key.publicKey };
-    expect(await openEnvelope(forged, key.publicKey)).toMatchObject({ ok: false, reason: expect.stringContaining('does not match') });
+    expect(openEnvelope(forged, key.publicKey)).toMatchObject({ ok: false, reason: expect.stringContaining('does not match') });
     const changed = { ...envelope, payload: Buffer.from(payload.toString().replace('adopted', 'converged')).toString('base64') };
-    expect(await openEnvelope(changed)).toMatchObject({ ok: false });
+    expect(openEnvelope(changed)).toMatchObject({ ok: false });
   });
 
   it('checks the signature before the payload is parsed', async () => {
