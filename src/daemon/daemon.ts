@@ -145,8 +145,16 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
       if (pending.kind === 'delivery') received = (pending.delivery as CarriedDelivery).payload;
       else {
         // The reconcile reads the kept declaration now, when the worker starts: never a copy taken earlier.
-        const source = await reconcileSource({ paths, config, store, env: hostEnv, hasKeptDeclaration: existsSync(join(paths.stateDir, KEPT_DECLARATION)) });
-        ({ received, said, mayChangeMode } = source);
+        try {
+          const source = await reconcileSource({ paths, config, store, env: hostEnv, hasKeptDeclaration: existsSync(join(paths.stateDir, KEPT_DECLARATION)) });
+          ({ received, said, mayChangeMode } = source);
+        } catch (err) {
+          if (!(err instanceof HostError)) throw err;
+          // A kept declaration changed on disk, or carried bytes genesis did not apply: refused, and said.
+          const message = [err.message, ...err.details].join('; ');
+          const report = reportRefusal(hostEnv, { kind: refusalKind(message), message, trigger: 'reconcile' });
+          return { report: { sequence: report.sequence } };
+        }
       }
       const result = await applyDeclaration(hostEnv, {
         received,
@@ -209,7 +217,12 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
         const timer = setInterval(() => sendBack({ type: 'RECONCILE_TICK' }), config.reconcileIntervalMs);
         return () => clearInterval(timer);
       }),
-      applyWorker: fromPromise<WorkerOutput, Pending>(({ input }) => applyPending(input)),
+      applyWorker: fromPromise<WorkerOutput, Pending>(({ input }) =>
+        applyPending(input).catch((err: Error) => {
+          log.error({ err, pending: input.kind }, 'the apply could not run');
+          throw err;
+        }),
+      ),
       reportSender: fromPromise<void, { sequence: number }>(async ({ input }) => {
         if (!link?.connected) throw new Error('the link is not connected');
         const { duplicate } = await link.publishReport(input.sequence, outbox.read(input.sequence));

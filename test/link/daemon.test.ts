@@ -69,6 +69,26 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     expect(h.log()).toContain('the host ends between applies: the store is quiesced');
   });
 
+  it('the reconcile timer repairs drift and reports it, keeps quiet when nothing changed, refuses a kept declaration changed on disk', async () => {
+    const h = await host({ config: { reconcileIntervalMs: 400 } });
+    await h.put({ epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }] });
+    await h.waitForReports(2);
+    rmSync(join(h.root, 'srv/app'), { recursive: true });
+    const repaired = await h.waitForReports(3);
+    expect(repaired[2]).toMatchObject({ trigger: 'reconcile', outcome: 'converged', steps: [{ resource: 'app', status: 'done' }] });
+    expect(existsSync(join(h.root, 'srv/app'))).toBe(true);
+    // Several quiet ticks: nothing to say, no report, no sequence spent.
+    await wait(1500);
+    expect((await h.reports()).length).toBe(3);
+    const kept = JSON.parse(readFileSync(join(h.state, 'declared.json'), 'utf8'));
+    kept.payload = Buffer.from(JSON.stringify({ version: 1, node: h.node, mode: 'converged', epoch: 1, sequence: 2, resources: [] })).toString('base64');
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(h.state, 'declared.json'), JSON.stringify(kept));
+    const refused = await h.waitForReports(4);
+    expect(refused[3]).toMatchObject({ trigger: 'reconcile', outcome: 'refused', error: { message: expect.stringMatching(/the kept declaration: signature refused/) } });
+    expect(existsSync(join(h.root, 'srv/app'))).toBe(true);
+  });
+
   it('moves to another bus when the link settings change: every watch and stream reopened there', async () => {
     const other = await NatsServer.start();
     try {
