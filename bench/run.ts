@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { benchConverge, convergeTable, type ConvergeFigures } from './converge.js';
@@ -11,20 +11,39 @@ const project = fileURLToPath(new URL('../../', import.meta.url));
 const only = process.argv[2];
 
 const sections: string[] = [];
-const out = () =>
+const file = join(project, 'docs/bench.md');
+
+/** Sections of the page by their `## ` heading; a run of one part (`npm run bench -- link`) keeps the others. */
+function previousSections(): Map<string, string> {
+  const map = new Map<string, string>();
+  let text = '';
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return map;
+  }
+  for (const part of text.split(/\n(?=## )/).slice(1)) map.set(part.split('\n')[0]!, part.trimEnd());
+  return map;
+}
+
+const out = () => {
+  const now = new Map<string, string>();
+  for (const part of sections.join('\n').split(/\n(?=## )/)) if (part.startsWith('## ')) now.set(part.split('\n')[0]!, part.trimEnd());
+  const merged = only ? new Map([...previousSections(), ...now]) : now;
   writeFileSync(
-    join(project, 'docs/bench.md'),
+    file,
     [
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy.',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link) runs one part and keeps the others.',
       '',
       `Machine: ${machine()}`,
       '',
-      ...sections,
-    ].join('\n') + '\n',
+      ...[...merged.values()].flatMap((section) => [section, '']),
+    ].join('\n'),
   );
+};
 
 if (!only || only === 'startup') {
   sections.push(...(await benchStartup()), '');
