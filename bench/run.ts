@@ -16,7 +16,7 @@ const file = join(project, 'docs/bench.md');
 /** Sections of the page by their `## ` heading; a run of one part (`npm run bench -- link`) keeps the others. */
 function previousSections(): Map<string, string> {
   const map = new Map<string, string>();
-  let text = '';
+  let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch {

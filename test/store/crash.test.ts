@@ -5,20 +5,11 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { Store } from '../../src/store/store.js';
 import { projectDir } from '../support/cli.js';
-import { scratch } from '../support/tree.js';
+import { scratchFolders } from '../support/tree.js';
 
 const child = join(projectDir, 'test/support/store-child.mjs');
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((c) => c());
-  cleanups = [];
-});
-
-function stateDir(): string {
-  const s = scratch();
-  cleanups.push(s.cleanup);
-  return join(s.dir, 'state');
-}
+const folder = scratchFolders(afterEach);
+const stateDir = () => folder('state');
 
 /** A store is whole when it parses and is one consistent save: every record belongs to its sequence. */
 function assertWhole(dir: string): number {

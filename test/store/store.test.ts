@@ -4,19 +4,10 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { Store } from '../../src/store/store.js';
 import { HostError } from '../../src/system/errors.js';
-import { scratch } from '../support/tree.js';
+import { scratchFolders } from '../support/tree.js';
 
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((c) => c());
-  cleanups = [];
-});
-
-function stateDir(): string {
-  const s = scratch();
-  cleanups.push(s.cleanup);
-  return join(s.dir, 'state');
-}
+const folder = scratchFolders(afterEach);
+const stateDir = () => folder('state');
 
 /** A logger whose lines the test can read. */
 function capture() {

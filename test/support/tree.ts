@@ -25,3 +25,17 @@ export function scratch(prefix = 'mesh-host-test-'): { dir: string; cleanup: () 
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
+
+/**
+ * Scratch folders for one test file, each removed after its test: `folder()` gives a fresh one,
+ * `folder('state')` a path inside a fresh one (not yet made).
+ */
+export function scratchFolders(afterEach: (fn: () => void) => void): (inside?: string) => string {
+  const made: Array<() => void> = [];
+  afterEach(() => made.splice(0).forEach((cleanup) => cleanup()));
+  return (inside) => {
+    const s = scratch();
+    made.push(s.cleanup);
+    return inside ? join(s.dir, inside) : s.dir;
+  };
+}
