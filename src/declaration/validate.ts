@@ -132,19 +132,13 @@ function checkRelations(resources: Resource[]): Problem[] {
       });
       return;
     }
-    // A declared parent directory must come before what it holds: the apply goes in order.
+    // Walking up once: a declared parent directory must come before what it holds (the apply goes in
+    // order), and nothing may be declared inside an archive's target (the archive owns that tree).
     for (let dir = posix.dirname(r.path); dir !== '/'; dir = posix.dirname(dir)) {
-      const parent = paths.get(dir);
-      if (parent !== undefined && parent > i) {
-        problems.push({ path: `/resources/${i}/path`, message: `'${r.path}' comes before its directory at /resources/${parent}` });
-      }
-    }
-    // Nothing may be declared inside an archive's target: the archive owns that tree.
-    for (let dir = posix.dirname(r.path); dir !== '/'; dir = posix.dirname(dir)) {
-      const holder = paths.get(dir);
-      if (holder !== undefined && resources[holder]!.type === 'archive') {
-        problems.push({ path: `/resources/${i}/path`, message: `'${r.path}' lies inside the archive at /resources/${holder}` });
-      }
+      const above = paths.get(dir);
+      if (above === undefined) continue;
+      if (above > i) problems.push({ path: `/resources/${i}/path`, message: `'${r.path}' comes before its directory at /resources/${above}` });
+      if (resources[above]!.type === 'archive') problems.push({ path: `/resources/${i}/path`, message: `'${r.path}' lies inside the archive at /resources/${above}` });
     }
   });
   return problems;

@@ -42,6 +42,7 @@ describe('declaration v1', () => {
     ['a restartOn naming no file', (d) => ((d.resources[3] as { restartOn: string[] }).restartOn = ['jails'], d), '/resources/3/restartOn/0', /names no declared file/],
     ['a missing sequence', (d) => { const { sequence: _, ...rest } = d; return rest; }, '/', /sequence/],
     ['a bad node id', (d) => ({ ...d, node: 'a.b' }), '/node', /pattern/],
+    ['a file inside an archive', (d) => ({ ...d, resources: [...d.resources, { type: 'file', id: 'inside', path: '/opt/nats/bin/x', content: '' }] }), '/resources/4/path', /lies inside the archive at \/resources\/2/],
     ['a file before its directory', (d) => ({ ...d, resources: [d.resources[1], d.resources[0]] }), '/resources/0/path', /comes before its directory/],
   ];
   for (const [what, mutate, path, message] of cases) {
