@@ -30,9 +30,9 @@ export class NatsServer {
 
   private constructor(readonly port: number, private readonly extra: string[]) {}
 
-  static async start(options: { name?: string; port?: number; cluster?: { port: number; routes: number[] } } = {}): Promise<NatsServer> {
+  static async start(options: { name?: string; port?: number; cluster?: { port: number; routes: number[] }; configFile?: string } = {}): Promise<NatsServer> {
     const port = options.port ?? (await freePort());
-    const extra = options.cluster
+    const extra = options.configFile ? ['-c', options.configFile] : options.cluster
       ? ['--name', options.name ?? `n${port}`, '--cluster_name', 'mesh', '--cluster', `nats://127.0.0.1:${options.cluster.port}`, '--routes', options.cluster.routes.map((p) => `nats://127.0.0.1:${p}`).join(',')]
       : [];
     const server = new NatsServer(port, extra);
