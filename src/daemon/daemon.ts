@@ -19,7 +19,7 @@ import { acquireLock } from '../store/lock.js';
 import type { Store } from '../store/store.js';
 import type { AppliedMark } from '../store/state.js';
 import type { Clock } from '../system/clock.js';
-import { HostError } from '../system/errors.js';
+import { HostError, refused } from '../system/errors.js';
 import type { Logger } from '../system/log.js';
 import type { CommandRunner } from '../system/runner.js';
 import { reconcileSource } from '../cli/commands/reconcile.js';
@@ -106,13 +106,14 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     const buffer = Buffer.from(bytes);
     let received: Received;
     try {
+      // Without a pinned key nothing the link brings can be trusted: refused before it is read.
+      if (!config.publicKey) throw refused(`the delivery (revision ${revision}): no control-plane key is pinned; refused`);
       received = await receiveDeclaration(buffer, {
         source: `the delivery (revision ${revision})`,
         node: config.node,
         requireSignature: true,
-        ...(config.publicKey ? { pinnedKey: config.publicKey } : {}),
+        pinnedKey: config.publicKey,
       });
-      if (!config.publicKey) throw new HostError(3, `the delivery (revision ${revision}): no control-plane key is pinned; refused`);
     } catch (err) {
       if (!(err instanceof HostError)) throw err;
       const message = [err.message, ...err.details].join('; ');
