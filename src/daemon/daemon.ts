@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, watch as watchFile } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createActor, fromCallback, fromPromise, toPromise } from 'xstate';
 import { lifecycleMachine, type Delivery, type Ending, type LoadedStore, type Pending, type WorkerOutput } from '../../machines/lifecycle.js';
@@ -6,6 +6,7 @@ import { applyDeclaration, reportRefusal, type HostEnv } from '../apply/apply.js
 import { HANDLERS } from '../apply/handlers.js';
 import { openStore } from '../apply/open.js';
 import { loadConfig, type HostConfig } from '../config/config.js';
+import { watchLinkSettings } from '../config/watch.js';
 import { receiveDeclaration, type Received } from '../declaration/load.js';
 import { orderProblem } from '../apply/order.js';
 import { takeInventory } from '../inventory/inventory.js';
@@ -179,6 +180,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     actors: {
       loadStore: fromPromise<LoadedStore>(async () => {
         config = loadConfig(paths.configPath).config;
+        settingsWatch.settle(config);
         quiesced = false;
         return underLock('start', async (store) => ({
           enrolled: store.state.genesisDigest !== undefined || existsSync(join(paths.stateDir, KEPT_DECLARATION)),
@@ -256,26 +258,15 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
   const signals: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGUSR1', 'SIGUSR2', 'SIGHUP'];
   for (const s of signals) process.on(s, onSignal);
   // An edit of the link settings moves the host to the bus they name, between applies.
-  let linkSettings = JSON.stringify([config.servers, config.creds, config.nkeySeed, config.tls]);
-  let watcher: ReturnType<typeof watchFile> | undefined;
-  try {
-    watcher = watchFile(paths.configPath, () => {
-      const next = loadConfig(paths.configPath).config;
-      const settings = JSON.stringify([next.servers, next.creds, next.nkeySeed, next.tls]);
-      if (settings !== linkSettings) {
-        linkSettings = settings;
-        log.info({ servers: next.servers }, 'the link settings changed: moving to the new bus between applies');
-        actor.send({ type: 'MOVE' });
-      }
-    });
-  } catch {
-    // no configuration file yet: SIGHUP still moves
-  }
+  const settingsWatch = watchLinkSettings(paths.configPath, config, log, (next) => {
+    log.info({ servers: next.servers }, 'the link settings changed: moving to the new bus between applies');
+    actor.send({ type: 'MOVE' });
+  });
   actor.subscribe({ error: (err) => log.error({ err }, 'lifecycle failed') });
   actor.start();
   log.info({ node: config.node, servers: config.servers }, 'mesh-host run: started');
   const output = (await toPromise(actor)) as { ending?: string; failure?: string; abandoned?: boolean };
-  watcher?.close();
+  settingsWatch.close();
   for (const s of signals) process.off(s, onSignal);
   if (output.failure) log.fatal({ failure: output.failure }, 'the host could not start');
   if (output.abandoned) log.warn('the apply in flight outlasted the grace and was left; the host stopped instead of standing aside or moving');

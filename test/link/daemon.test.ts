@@ -21,6 +21,14 @@ async function retry<T>(fn: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
     }
   }
 }
+/** Waits for a condition; a timeout names what was awaited and shows the end of the host's log. */
+async function until(done: () => boolean, what: string, h: HostFixture, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; the host's log ends:\n${h.log().split('\n').slice(-15).join('\n')}`);
+    await wait(50);
+  }
+}
 const strictlyIncreasing = (xs: number[]) => xs.every((x, i) => i === 0 || x > xs[i - 1]!);
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against a real nats-server${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
@@ -89,7 +97,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     expect(existsSync(join(h.root, 'srv/app'))).toBe(true);
   });
 
-  it('moves to another bus when the link settings change: every watch and stream reopened there', async () => {
+  it('moves to another bus when the link settings change: a half-written edit is kept out, a renamed-in edit is heard, every watch and stream reopened there', async () => {
     const other = await NatsServer.start();
     try {
       const h = await host();
@@ -99,19 +107,24 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
       const nc = await control([other.url]);
       await ensureWire(nc);
       const config = JSON.parse(readFileSync(h.config, 'utf8'));
-      const { writeFileSync } = await import('node:fs');
-      writeFileSync(h.config, JSON.stringify({ ...config, servers: [other.url] }));
-      const deadline = Date.now() + 15_000;
-      while (!h.log().includes('moving to the new bus') && Date.now() < deadline) await wait(50);
-      while ((h.log().match(/link: connected/g) ?? []).length < 2 && Date.now() < deadline) await wait(50);
+      const { writeFileSync, renameSync } = await import('node:fs');
+      // An edit heard half-written is said and does not move the host, nor end it.
+      writeFileSync(h.config, '{"servers": [');
+      await until(() => h.log().includes('the configuration was edited but cannot be read'), 'the half-written edit said', h);
+      expect(h.log()).not.toContain('moving to the new bus');
+      // An editor's save: a new file renamed over the old one.
+      writeFileSync(`${h.config}.new`, JSON.stringify({ ...config, servers: [other.url] }));
+      renameSync(`${h.config}.new`, h.config);
+      await until(() => h.log().includes('moving to the new bus'), 'the move', h);
+      await until(() => (h.log().match(/link: connected/g) ?? []).length >= 2, 'connected to the new bus', h);
       const { sign } = await import('../../src/declaration/envelope.js');
       const { Kvm } = await import('@nats-io/kv');
       const envelope = await sign(Buffer.from(JSON.stringify({ version: 1, node: h.node, mode: 'converged', epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'moved', path: '/srv/moved' }] })), h.seed);
       await (await new Kvm(nc).open('mesh_declarations')).put(h.node, JSON.stringify(envelope));
-      while (!existsSync(join(h.root, 'srv/moved')) && Date.now() < deadline) await wait(50);
-      expect(existsSync(join(h.root, 'srv/moved'))).toBe(true);
+      await until(() => existsSync(join(h.root, 'srv/moved')), 'the delivery on the new bus applied', h);
       const { jetstream } = await import('@nats-io/jetstream');
       const consumer = await jetstream(nc).consumers.get('MESH_REPORTS');
+      const deadline = Date.now() + 20_000;
       let report: Report | undefined;
       while (!report && Date.now() < deadline) {
         const m = await consumer.next({ expires: 1000 });
