@@ -12,12 +12,17 @@ const options: Record<string, OptionSpec> = {
   out: { type: 'string', value: 'DIR', help: 'where to write' },
   key: { type: 'string', value: 'FILE', help: 'the signing key (an operator nkey seed file)' },
   server: { type: 'string', value: 'URL', help: 'a NATS server (default nats://127.0.0.1:4222)' },
-  creds: { type: 'string', value: 'FILE', help: 'a NATS credentials file' },
+  creds: { type: 'string', value: 'FILE', help: 'a NATS credentials file (JWT and seed)' },
+  nkey: { type: 'string', value: 'FILE', help: 'a file holding a NATS user nkey seed' },
+  'tls-ca': { type: 'string', value: 'FILE', help: 'the CA that signed the servers\' certificates' },
+  'tls-cert': { type: 'string', value: 'FILE', help: 'a client certificate, for servers that verify clients' },
+  'tls-key': { type: 'string', value: 'FILE', help: 'the client certificate\'s key' },
   node: { type: 'string', value: 'NODE', help: 'a node id' },
   follow: { type: 'boolean', help: 'keep following' },
 };
 
 const globals = ['json', 'log-level'];
+const linkOptions = ['server', 'creds', 'nkey', 'tls-ca', 'tls-cert', 'tls-key'];
 const hostGlobals = [...globals, 'state-dir', 'config', 'root'];
 
 export const meshHostProgram: ProgramSpec = {
@@ -44,9 +49,9 @@ export const meshctlProgram: ProgramSpec = {
   commands: {
     keygen: { summary: 'make an operator key pair in DIR', args: [], options: ['out'] },
     sign: { summary: 'sign a declaration; prints the envelope', args: ['FILE'], options: ['key'] },
-    bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'server', 'creds', 'out'] },
-    send: { summary: 'put a declaration into the mesh for NODE', args: ['NODE', 'FILE'], options: ['key', 'server', 'creds'] },
-    reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'server', 'creds'] },
-    status: { summary: 'ask a host for its status', args: ['NODE'], options: ['server', 'creds'] },
+    bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', ...linkOptions, 'out'] },
+    send: { summary: 'put a declaration into the mesh for NODE', args: ['NODE', 'FILE'], options: ['key', ...linkOptions] },
+    reports: { summary: 'read reports', args: [], options: ['follow', 'node', ...linkOptions] },
+    status: { summary: 'ask a host for its status', args: ['NODE'], options: linkOptions },
   },
 };

@@ -7,7 +7,7 @@ import { NODE_ID_PATTERN } from './ids.js';
 export interface GenesisBundle {
   version: 1;
   node: string;
-  link: { servers: string[]; creds?: string };
+  link: { servers: string[]; creds?: string; nkeySeed?: string; tls?: { ca?: string; cert?: string; key?: string } };
   /** The control plane's operator public key (O…): pinned by genesis. */
   publicKey: string;
   declaration: Envelope;
@@ -33,7 +33,7 @@ export async function openBundle(bytes: Buffer, source: string): Promise<{ bundl
     if (typeof b.publicKey !== 'string' || !/^O[A-Z2-7]{55}$/.test(b.publicKey)) problems.push('/publicKey: not an operator public key (O…)');
     if (typeof b.link !== 'object' || b.link === null || !Array.isArray(b.link.servers) || !b.link.servers.every((s) => typeof s === 'string')) {
       problems.push('/link/servers: a list of server URLs');
-    } else if (b.link.creds !== undefined && typeof b.link.creds !== 'string') problems.push('/link/creds: a path');
+    } else problems.push(...linkProblems(b.link as unknown as Record<string, unknown>));
     if (!isEnvelope(b.declaration)) problems.push('/declaration: a signed envelope {payload, key, signature}');
   }
   if (problems.length) throw refused(`${source}: bundle refused; nothing was touched`, problems);
@@ -45,4 +45,20 @@ export async function openBundle(bytes: Buffer, source: string): Promise<{ bundl
     requireSignature: true,
   });
   return { bundle, received };
+}
+
+/** The link's credentials are paths on the host; anything else there is refused, named. */
+function linkProblems(link: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  for (const key of Object.keys(link)) if (!['servers', 'creds', 'nkeySeed', 'tls'].includes(key)) problems.push(`/link/${key}: unknown field`);
+  for (const key of ['creds', 'nkeySeed'] as const) if (link[key] !== undefined && typeof link[key] !== 'string') problems.push(`/link/${key}: a path`);
+  const tls = link.tls;
+  if (tls !== undefined) {
+    if (typeof tls !== 'object' || tls === null) problems.push('/link/tls: an object {ca, cert, key} of paths');
+    else for (const [key, value] of Object.entries(tls)) {
+      if (!['ca', 'cert', 'key'].includes(key)) problems.push(`/link/tls/${key}: unknown field`);
+      else if (typeof value !== 'string') problems.push(`/link/tls/${key}: a path`);
+    }
+  }
+  return problems;
 }

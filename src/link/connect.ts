@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../system/log.js';
 import { lazy } from '../system/interop.js';
+import { refused } from '../system/errors.js';
 
 export interface LinkSettings {
   servers: string[];
@@ -13,33 +14,58 @@ export interface LinkSettings {
   /** A name the servers show for this connection. */
   name: string;
   pingIntervalMs?: number;
+  /**
+   * A daemon waits for the mesh as long as it takes and reconnects for ever; a command (meshctl)
+   * tries each server once and says why it could not connect.
+   */
+  persistent?: boolean;
 }
 
 /**
  * Connects as a daemon must: every server of the mesh, unlimited reconnects, a short wait between
  * them, pings every few seconds (the default, two minutes, notices a dead server far too late).
+ * A command connects once, within a bound, and a failure names the servers and the reason.
  */
 export async function connectLink(settings: LinkSettings, log: Logger): Promise<NatsConnection> {
   const { connect, credsAuthenticator, nkeyAuthenticator } = await lazy(import('@nats-io/transport-node'));
   const authenticator = settings.creds
-    ? credsAuthenticator(readFileSync(settings.creds))
+    ? credsAuthenticator(readCredential(settings.creds, 'the credentials file'))
     : settings.nkeySeed
-      ? nkeyAuthenticator(new TextEncoder().encode(readFileSync(settings.nkeySeed, 'utf8').trim()))
+      ? nkeyAuthenticator(new TextEncoder().encode(readCredential(settings.nkeySeed, 'the nkey seed file').toString('utf8').trim()))
       : undefined;
+  for (const [what, path] of [['the TLS CA', settings.tls?.ca], ['the TLS certificate', settings.tls?.cert], ['the TLS key', settings.tls?.key]] as const) {
+    if (path) readCredential(path, what);
+  }
   const tls = settings.tls
     ? { ...(settings.tls.ca ? { caFile: settings.tls.ca } : {}), ...(settings.tls.cert ? { certFile: settings.tls.cert } : {}), ...(settings.tls.key ? { keyFile: settings.tls.key } : {}) }
     : undefined;
-  const nc = await connect({
-    servers: settings.servers,
-    name: settings.name,
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 250,
-    waitOnFirstConnect: true,
-    pingInterval: settings.pingIntervalMs ?? 3000,
-    maxPingOut: 2,
-    ...(authenticator ? { authenticator } : {}),
-    ...(tls ? { tls } : {}),
-  });
-  log.info({ server: nc.getServer() }, 'link: connected');
+  const persistent = settings.persistent ?? true;
+  let nc: NatsConnection;
+  try {
+    nc = await connect({
+      servers: settings.servers,
+      name: settings.name,
+      maxReconnectAttempts: persistent ? -1 : 0,
+      reconnectTimeWait: 250,
+      waitOnFirstConnect: persistent,
+      timeout: 5000,
+      pingInterval: settings.pingIntervalMs ?? 3000,
+      maxPingOut: 2,
+      ...(authenticator ? { authenticator } : {}),
+      ...(tls ? { tls } : {}),
+    });
+  } catch (err) {
+    throw refused(`cannot connect to ${settings.servers.join(', ')}: ${(err as Error).message}`);
+  }
+  // A daemon's connection is news; a command's is not.
+  (persistent ? log.info.bind(log) : log.debug.bind(log))({ server: nc.getServer() }, 'link: connected');
   return nc;
+}
+
+function readCredential(path: string, what: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw refused(`${what} ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
 }

@@ -49,7 +49,17 @@ export class LinkSession {
 
   async open(): Promise<void> {
     const { log, node } = this.options;
-    this.nc = await connectLink(this.options.settings, log);
+    // The client waits for servers by itself; what stops it here is a credential that cannot be
+    // read, which an operator may yet put right: said, and tried again.
+    for (let attempt = 0; !this.nc && !this.closed; attempt++) {
+      try {
+        this.nc = await connectLink(this.options.settings, log);
+      } catch (err) {
+        if (attempt % 6 === 0) log.error({ err: (err as Error).message }, 'link: cannot connect; trying again every 10 s');
+        await new Promise((resolve) => this.timers.push(setTimeout(resolve, 10_000)));
+      }
+    }
+    if (!this.nc) return;
     if (this.closed) return void (await this.nc.close());
     const [{ Kvm }, { jetstream }] = await Promise.all([lazy(import('@nats-io/kv')), lazy(import('@nats-io/jetstream'))]);
     this.js = jetstream(this.nc);

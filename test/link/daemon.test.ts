@@ -77,6 +77,31 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     expect(h.log()).toContain('the host ends between applies: the store is quiesced');
   });
 
+  it('meshctl reports --follow prints the reports already there, then each new one as it is made, and ends on SIGINT', async () => {
+    const h = await host();
+    await h.waitForReports(1);
+    const { spawn } = await import('node:child_process');
+    const { projectDir } = await import('../support/cli.js');
+    const follower = spawn(process.execPath, [join(projectDir, 'bin/meshctl'), 'reports', '--follow', '--node', h.node, '--server', server.url, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    follower.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    follower.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const lines = () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Report);
+    const deadline = Date.now() + 20_000;
+    while (lines().length < 1 && Date.now() < deadline) await wait(50);
+    expect(lines().map((r) => r.trigger)).toEqual(['genesis']);
+    await h.put({ epoch: 1, sequence: 2, resources: [] });
+    await h.waitForReports(2);
+    await h.put({ epoch: 1, sequence: 3, resources: [{ type: 'directory', id: 'late', path: '/srv/late' }] });
+    while (lines().length < 3 && Date.now() < deadline) await wait(50);
+    expect(follower.exitCode, out).toBeNull();
+    expect(sequences(lines())).toEqual([1, 2, 3]);
+    expect(lines().at(-1)).toMatchObject({ trigger: 'delivery', declaration: { sequence: 3 } });
+    follower.kill('SIGINT');
+    const code = await new Promise((r) => follower.once('exit', (c, signal) => r(c ?? signal)));
+    expect(code).toBe(0);
+  });
+
   it('the reconcile timer repairs drift and reports it, keeps quiet when nothing changed, refuses a kept declaration changed on disk', async () => {
     const h = await host({ config: { reconcileIntervalMs: 400 } });
     await h.put({ epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }] });

@@ -5,23 +5,24 @@ import { EXIT, usageError } from '../../system/errors.js';
 import { stringFlag, type CommandContext } from '../context.js';
 import { readSeed } from './keys.js';
 import type { GenesisBundle } from '../../declaration/bundle.js';
+import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
 
-/** `meshctl bundle FILE --key KEY [--node NODE] --server URL [--creds FILE] [--out FILE]`: a genesis bundle. */
+/** `meshctl bundle FILE --key KEY [--node NODE] --server URL [--creds|--nkey FILE] [--tls-* FILE] [--out FILE]`: a genesis bundle. */
 export async function bundleCommand(ctx: CommandContext): Promise<number> {
   const key = stringFlag(ctx.flags, 'key');
   if (!key) throw usageError("'bundle' needs --key FILE");
-  const server = stringFlag(ctx.flags, 'server');
-  if (!server) throw usageError("'bundle' needs --server URL (several: comma-separated)");
+  const servers = serversFromFlag(ctx.flags);
+  if (servers.length === 0) throw usageError("'bundle' needs --server URL (several: comma-separated)");
   const file = ctx.args[0]!;
   const bytes = readDeclarationFile(file);
   const { declaration } = await receiveDeclaration(bytes, { source: file, ...(stringFlag(ctx.flags, 'node') ? { node: stringFlag(ctx.flags, 'node')! } : {}) });
   const seed = readSeed(key);
   const envelope = await sign(bytes, seed);
-  const creds = stringFlag(ctx.flags, 'creds');
   const bundle: GenesisBundle = {
     version: 1,
     node: declaration.node,
-    link: { servers: server.split(',').map((s) => s.trim()).filter(Boolean), ...(creds ? { creds } : {}) },
+    // Paths as the host will find them: the bundle carries where its credentials are, never the secrets.
+    link: { servers, ...linkAuthFromFlags(ctx.flags) },
     publicKey: envelope.key,
     declaration: envelope,
   };

@@ -64,6 +64,8 @@ export async function genesisCommand(ctx: CommandContext): Promise<number> {
         publicKey: bundle.publicKey,
         servers: bundle.link.servers,
         ...(bundle.link.creds ? { creds: bundle.link.creds } : {}),
+        ...(bundle.link.nkeySeed ? { nkeySeed: bundle.link.nkeySeed } : {}),
+        ...(bundle.link.tls ? { tls: bundle.link.tls } : {}),
       });
       ctx.log.info({ node: bundle.node, digest: received.digest, config: paths.configPath }, 'enrolled: the bundle is consumed and the configuration written');
     }

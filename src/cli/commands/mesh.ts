@@ -7,13 +7,11 @@ import { readDeclarationFile, receiveDeclaration } from '../../declaration/load.
 import { EXIT, refused, usageError } from '../../system/errors.js';
 import { stringFlag, type CommandContext } from '../context.js';
 import { readSeed } from './keys.js';
+import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
 import { lazy } from '../../system/interop.js';
 
 async function connectControl(ctx: CommandContext): Promise<NatsConnection> {
-  const servers = (stringFlag(ctx.flags, 'server') ?? 'nats://127.0.0.1:4222').split(',').map((s) => s.trim());
-  const creds = stringFlag(ctx.flags, 'creds');
-  const nc = await connectLink({ servers, name: 'meshctl', ...(creds ? { creds } : {}) }, ctx.log);
-  return nc;
+  return connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl', persistent: false, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
 }
 
 /**
@@ -79,9 +77,17 @@ export async function reportsCommand(ctx: CommandContext): Promise<number> {
     const follow = ctx.flags.follow === true;
     if (!follow && (await consumer.info()).num_pending === 0) return EXIT.ok;
     const messages = await consumer.consume();
-    for await (const m of messages) {
-      ctx.print(m.string());
-      if (!follow && m.info.pending === 0) break;
+    // Following ends on Ctrl-C or SIGTERM, after the line being printed: a clean end, status 0.
+    const end = () => void messages.close();
+    const signals = ['SIGINT', 'SIGTERM'] as const;
+    if (follow) for (const signal of signals) process.once(signal, end);
+    try {
+      for await (const m of messages) {
+        ctx.print(m.string());
+        if (!follow && m.info.pending === 0) break;
+      }
+    } finally {
+      for (const signal of signals) process.off(signal, end);
     }
     void messages.close();
     return EXIT.ok;

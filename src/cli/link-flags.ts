@@ -1,0 +1,20 @@
+import type { LinkSettings } from '../link/connect.js';
+import type { Flags } from './args.js';
+import { stringFlag } from './context.js';
+
+/** The link settings a bundle carries and a host keeps: everything but the connection's name. */
+export type LinkAuth = Pick<LinkSettings, 'creds' | 'nkeySeed' | 'tls'>;
+
+/** `--creds`, `--nkey`, `--tls-ca`, `--tls-cert`, `--tls-key`, as the NATS tools name them, for meshctl's own connection and for a bundle. */
+export function linkAuthFromFlags(flags: Flags): LinkAuth {
+  const creds = stringFlag(flags, 'creds');
+  const nkeySeed = stringFlag(flags, 'nkey');
+  const tls = { ca: stringFlag(flags, 'tls-ca'), cert: stringFlag(flags, 'tls-cert'), key: stringFlag(flags, 'tls-key') };
+  const tlsGiven = Object.fromEntries(Object.entries(tls).filter(([, v]) => v !== undefined)) as NonNullable<LinkSettings['tls']>;
+  return { ...(creds ? { creds } : {}), ...(nkeySeed ? { nkeySeed } : {}), ...(Object.keys(tlsGiven).length ? { tls: tlsGiven } : {}) };
+}
+
+/** The servers of `--server URL[,URL…]`. */
+export function serversFromFlag(flags: Flags, fallback?: string): string[] {
+  return (stringFlag(flags, 'server') ?? fallback ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
