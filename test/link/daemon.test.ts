@@ -115,8 +115,10 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     expect((await h.reports()).length).toBe(3);
     const kept = JSON.parse(readFileSync(join(h.state, 'declared.json'), 'utf8'));
     kept.payload = Buffer.from(JSON.stringify({ version: 1, node: h.node, mode: 'converged', epoch: 1, sequence: 2, resources: [] })).toString('base64');
-    const { writeFileSync } = await import('node:fs');
-    writeFileSync(join(h.state, 'declared.json'), JSON.stringify(kept));
+    // Swapped in whole (a write in place could be read half-done by the next tick, and refused for that).
+    const { writeFileSync, renameSync } = await import('node:fs');
+    writeFileSync(join(h.state, 'declared.json.new'), JSON.stringify(kept));
+    renameSync(join(h.state, 'declared.json.new'), join(h.state, 'declared.json'));
     const refused = await h.waitForReports(4);
     expect(refused[3]).toMatchObject({ trigger: 'reconcile', outcome: 'refused', error: { message: expect.stringMatching(/the kept declaration: signature refused/) } });
     expect(existsSync(join(h.root, 'srv/app'))).toBe(true);
