@@ -37,7 +37,10 @@ describe('a store killed mid-save is the old one or the new one, never torn', ()
     let last = 0;
     for (let round = 0; round < 12; round++) {
       const proc = spawn(process.execPath, [child, dir, '100000'], { stdio: 'ignore' });
-      await new Promise((resolve) => setTimeout(resolve, 150 + Math.random() * 250));
+      // Cut it while it saves, not while Node starts (slow on a loaded machine): after its first save.
+      const started = Date.now();
+      while (!existsSync(join(dir, 'state.json')) && Date.now() - started < 20_000) await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 250));
       proc.kill('SIGKILL');
       await new Promise((resolve) => proc.once('exit', resolve));
       const sequence = assertWhole(dir);
