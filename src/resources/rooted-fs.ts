@@ -26,19 +26,63 @@ const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
  * a directory swapped after it was opened cannot redirect a write. Opened directories are cached for
  * the life of one apply (close() ends it).
  *
- * Reads for the check (lstat, content) go by the real path of a directory that was opened and found
- * free of links in this apply, with O_NOFOLLOW on the last component: resolving /proc/self/fd costs
- * three times a plain lookup, and the no-op apply is the hot path. Every write goes through the pinned
- * descriptor, so a swap after the check can mislead a read, never redirect a write.
+ * Reads for the check (lstat, content) go by real paths whose every directory was lstat'd once in this
+ * apply and found to be a directory, not a link, with O_NOFOLLOW on the last component: no descriptor
+ * is opened for a check (opening through /proc/self/fd costs several plain lookups, and the no-op
+ * apply is the hot path), and a declared directory's own lstat serves as its check. Every write goes
+ * through pinned descriptors, so a swap after the check can mislead a read, never redirect a write.
  */
 export class RootedFs {
   private readonly dirs = new Map<string, { fd: number; real: string }>();
+  /** Directories found free of links by lstat in this apply, by declared path: their real paths. */
+  private readonly checked = new Map<string, string>();
 
   constructor(readonly root: string) {}
 
   /** The directory holding a declared path, opened; or the first missing directory on the way. */
   parent(path: string): ParentLookup {
     return this.directory(posix.dirname(path));
+  }
+
+  private realOf(dir: string): string {
+    return dir === '/' ? this.root : `${this.root === '/' ? '' : this.root}${dir}`;
+  }
+
+  /** For a read: the real path of the directory holding a declared path, every directory on the way checked once. */
+  private readable(path: string): { kind: 'dir'; real: string } | { kind: 'missing'; missing: string } {
+    return this.checkedDirectory(posix.dirname(path));
+  }
+
+  private checkedDirectory(dir: string): { kind: 'dir'; real: string } | { kind: 'missing'; missing: string } {
+    const known = this.checked.get(dir) ?? this.dirs.get(dir)?.real;
+    if (known !== undefined) return { kind: 'dir', real: known };
+    if (dir === '/') return { kind: 'dir', real: this.root };
+    const up = this.checkedDirectory(posix.dirname(dir));
+    if (up.kind !== 'dir') return up;
+    const real = this.realOf(dir);
+    let st: Stats;
+    try {
+      st = lstatSync(real);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing', missing: dir };
+      throw err;
+    }
+    this.refuseUnlessDirectory(dir, st, real);
+    this.checked.set(dir, real);
+    return { kind: 'dir', real };
+  }
+
+  private refuseUnlessDirectory(dir: string, st: Stats, real: string): void {
+    if (st.isSymbolicLink()) throw new PathRefused(`${dir} is a symbolic link (to ${this.readlinkAt(real)}), not followed`);
+    if (!st.isDirectory()) throw new PathRefused(`${dir} is not a directory`);
+  }
+
+  private readlinkAt(real: string): string {
+    try {
+      return readlinkSync(real);
+    } catch {
+      return '?';
+    }
   }
 
   private directory(dir: string): ParentLookup {
@@ -66,7 +110,7 @@ export class RootedFs {
         throw err;
       }
     }
-    const real = dir === '/' ? this.root : `${this.root === '/' ? '' : this.root}${dir}`;
+    const real = this.realOf(dir);
     this.dirs.set(dir, { fd, real });
     return { kind: 'dir', fd, real };
   }
@@ -81,10 +125,14 @@ export class RootedFs {
 
   /** lstat of a declared path; undefined when it (or a directory above it) is missing. */
   lstat(path: string): Stats | undefined {
-    const parent = this.parent(path);
+    const parent = this.readable(path);
     if (parent.kind !== 'dir') return undefined;
+    const real = `${parent.real}/${posix.basename(path)}`;
     try {
-      return lstatSync(`${parent.real}/${posix.basename(path)}`);
+      const st = lstatSync(real);
+      // A declared directory's own look is the check of every path below it.
+      if (st.isDirectory() && path !== '/') this.checked.set(path, real);
+      return st;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;
@@ -99,7 +147,7 @@ export class RootedFs {
 
   /** Reads a regular file without following a link at its name. */
   readFile(path: string, size: number): Buffer {
-    const parent = this.parent(path);
+    const parent = this.readable(path);
     if (parent.kind !== 'dir') throw new Error(`the directory ${parent.missing} does not exist`);
     const fd = openSync(`${parent.real}/${posix.basename(path)}`, constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
@@ -190,6 +238,7 @@ export class RootedFs {
       if ((err as NodeJS.ErrnoException).code === 'ENOTEMPTY' || (err as NodeJS.ErrnoException).code === 'EEXIST') return false;
       throw err;
     }
+    this.checked.delete(path);
     const cached = this.dirs.get(path);
     if (cached !== undefined) {
       closeSync(cached.fd);
@@ -202,5 +251,6 @@ export class RootedFs {
   close(): void {
     for (const { fd } of this.dirs.values()) closeSync(fd);
     this.dirs.clear();
+    this.checked.clear();
   }
 }
