@@ -12,6 +12,8 @@ import type { HostEnv } from '../apply/apply.js';
 import { DEFAULT_CONFIG, DEFAULT_STATE_DIR, stringFlag, type CommandContext } from './context.js';
 
 export const KEPT_DECLARATION = 'declared.json';
+/** Which value of the node's key the kept declaration was: `{revision, digest}`, so that a restart reading it again is not a new delivery. */
+export const KEPT_REVISION = 'declared.revision';
 
 export interface HostPaths {
   stateDir: string;

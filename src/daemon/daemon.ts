@@ -24,7 +24,7 @@ import { HostError, refused } from '../system/errors.js';
 import type { Logger } from '../system/log.js';
 import type { CommandRunner } from '../system/runner.js';
 import { reconcileSource } from '../cli/commands/reconcile.js';
-import { KEPT_DECLARATION, type HostPaths } from '../cli/host.js';
+import { KEPT_DECLARATION, KEPT_REVISION, type HostPaths } from '../cli/host.js';
 
 export interface DaemonOptions {
   paths: HostPaths;
@@ -124,6 +124,12 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     }
     const { declaration, digest } = received;
     const mark = { ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest };
+    // The value this host kept and applied, read again after a restart or a move: not a new delivery.
+    // (A new put of the same bytes has a new revision, and is one.)
+    if (lastApplied?.digest === digest && sameKept(revision, digest)) {
+      log.info({ revision, ...mark }, 'link: the declaration read is the one already kept and applied; nothing to do');
+      return;
+    }
     // Ordered against what was applied, without waiting for the apply in flight (the apply checks the
     // order again under the lock): a stale one is refused and reported.
     const problem = orderProblem(declaration, digest, lastApplied);
@@ -133,9 +139,19 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     }
     // Kept before it is enqueued: a reconcile always finds the newest the mesh said.
     writeDurably(join(paths.stateDir, KEPT_DECLARATION), buffer, 0o600);
+    writeDurably(join(paths.stateDir, KEPT_REVISION), Buffer.from(JSON.stringify({ revision, digest })), 0o600);
     const delivery: CarriedDelivery = { ...mark, payload: received };
     log.info({ revision, ...mark }, 'link: delivery kept and enqueued');
     actor.send({ type: 'DELIVERY', delivery });
+  }
+
+  function sameKept(revision: number, digest: string): boolean {
+    try {
+      const kept = JSON.parse(readFileSync(join(paths.stateDir, KEPT_REVISION), 'utf8')) as { revision?: unknown; digest?: unknown };
+      return kept.revision === revision && kept.digest === digest;
+    } catch {
+      return false;
+    }
   }
 
   async function applyPending(pending: Pending): Promise<WorkerOutput> {

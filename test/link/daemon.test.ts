@@ -77,6 +77,22 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     expect(h.log()).toContain('the host ends between applies: the store is quiesced');
   });
 
+  it('a restart reads the kept value again and makes no new delivery of it; the same bytes put again are a new delivery', async () => {
+    const h = await host();
+    const declaration = { epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }] };
+    await h.put(declaration);
+    await h.waitForReports(2);
+    expect(await h.stop()).toBe(0);
+    await h.start();
+    await until(() => h.log().includes('the declaration read is the one already kept and applied'), 'the kept value read again', h);
+    await wait(500);
+    expect((await h.reports()).length).toBe(2);
+    // Put again (a new revision of the same bytes): the mesh said it again, and hears back.
+    await h.put(declaration);
+    const reports = await h.waitForReports(3);
+    expect(reports[2]).toMatchObject({ trigger: 'delivery', outcome: 'converged', declaration: { sequence: 2 }, steps: [{ resource: 'app', status: 'unchanged' }] });
+  });
+
   it('meshctl reports --follow prints the reports already there, then each new one as it is made, and ends on SIGINT', async () => {
     const h = await host();
     await h.waitForReports(1);
