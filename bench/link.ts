@@ -5,7 +5,7 @@ import { Kvm } from '@nats-io/kv';
 import { sign } from '../src/declaration/envelope.js';
 import { DECLARATIONS_BUCKET } from '../src/link/wire.js';
 import type { Resource } from '../src/declaration/schema.js';
-import { enrolledHost } from '../test/support/daemon.js';
+import { enrolledHost, unitNodeFlags } from '../test/support/daemon.js';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
 import { fmt, median, percentile } from './stats.js';
 
@@ -34,7 +34,8 @@ export async function benchLink(): Promise<string[]> {
   if (unavailable) return ['## The link', '', `Not measured: ${unavailable}.`];
   const server = await NatsServer.start();
   const files: Resource[] = [{ type: 'directory', id: 'app', path: '/srv/app' }, ...Array.from({ length: 100 }, (_, i): Resource => ({ type: 'file', id: `f${i}`, path: `/srv/app/f${i}.conf`, content: `key = ${i}\n` }))];
-  const h = await enrolledHost([server.url], { resources: files, config: { reconcileIntervalMs: 3_600_000 } });
+  const nodeFlags = unitNodeFlags();
+  const h = await enrolledHost([server.url], { resources: files, config: { reconcileIntervalMs: 3_600_000 }, nodeFlags });
   try {
     await h.start();
     await h.waitForReports(1);
@@ -81,7 +82,8 @@ export async function benchLink(): Promise<string[]> {
       'A no-op declaration of 100 files (a new sequence each time, nothing to change), signed beforehand: from',
       '`kv.put` by the control side to the report arriving on `mesh.report.<node>` (the watch, the signature',
       'check, keeping `declared.json`, the apply under the lock with a fresh read of the store, the outbox and',
-      'store writes with their fsyncs, the JetStream publish and its acknowledgement included).',
+      'store writes with their fsyncs, the JetStream publish and its acknowledgement included). The daemon runs',
+      `as the shipped unit runs it (\`node ${nodeFlags.join(' ')}\`, packaging/mesh-host.service).`,
       '',
       '| figure | value | target |',
       '| --- | ---: | ---: |',

@@ -41,7 +41,14 @@ export async function control(servers: string[]): Promise<NatsConnection> {
  * An enrolled host on a scratch root: keys made, a bundle for the servers given, genesis run; the
  * daemon is then started and stopped as a process (`mesh-host run`), as an operator would.
  */
-export async function enrolledHost(servers: string[], options: { resources?: Resource[]; config?: object; replicas?: number } = {}): Promise<HostFixture> {
+/** The V8 flags the shipped unit runs the daemon with (packaging/mesh-host.service), so a measure is of the daemon as shipped. */
+export function unitNodeFlags(): string[] {
+  const unit = readFileSync(join(projectDir, 'packaging/mesh-host.service'), 'utf8');
+  const exec = /^ExecStart=(.*)$/m.exec(unit)![1]!.trim().split(/\s+/);
+  return exec.slice(1, exec.findIndex((word) => word.endsWith('/bin/mesh-host')));
+}
+
+export async function enrolledHost(servers: string[], options: { resources?: Resource[]; config?: object; replicas?: number; nodeFlags?: string[] } = {}): Promise<HostFixture> {
   const s = scratch('mesh-host-daemon-');
   const node = `node-${process.pid}-${++fixtures}`;
   const root = join(s.dir, 'root');
@@ -70,7 +77,7 @@ export async function enrolledHost(servers: string[], options: { resources?: Res
     node, dir: s.dir, root, state, config, seed, flags,
     log: () => log,
     async start() {
-      proc = spawn(process.execPath, [join(projectDir, 'bin/mesh-host'), 'run', ...flags, '--log-level', 'debug'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      proc = spawn(process.execPath, [...(options.nodeFlags ?? []), join(projectDir, 'bin/mesh-host'), 'run', ...flags, '--log-level', 'debug'], { stdio: ['ignore', 'pipe', 'pipe'] });
       proc.stdout!.on('data', (d: Buffer) => (log += d.toString()));
       proc.stderr!.on('data', (d: Buffer) => (log += d.toString()));
       const started = Date.now();
