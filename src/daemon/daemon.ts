@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createActor, fromCallback, fromPromise, toPromise } from 'xstate';
 import { lifecycleMachine, type Delivery, type Ending, type LoadedStore, type Pending, type WorkerOutput } from '../../machines/lifecycle.js';
@@ -139,10 +139,20 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     }
     // Kept before it is enqueued: a reconcile always finds the newest the mesh said.
     writeDurably(join(paths.stateDir, KEPT_DECLARATION), buffer, 0o600);
-    writeDurably(join(paths.stateDir, KEPT_REVISION), Buffer.from(JSON.stringify({ revision, digest })), 0o600);
+    keepRevision(revision, digest);
     const delivery: CarriedDelivery = { ...mark, payload: received };
     log.info({ revision, ...mark }, 'link: delivery kept and enqueued');
     actor.send({ type: 'DELIVERY', delivery });
+  }
+
+  /**
+   * A hint, not a record: written whole (rename) but not fsynced, because losing it in a crash costs only
+   * a redundant apply and report after the restart, and an fsync would be on every delivery's path.
+   */
+  function keepRevision(revision: number, digest: string): void {
+    const path = join(paths.stateDir, KEPT_REVISION);
+    writeFileSync(`${path}.tmp`, JSON.stringify({ revision, digest }), { mode: 0o600 });
+    renameSync(`${path}.tmp`, path);
   }
 
   function sameKept(revision: number, digest: string): boolean {
