@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs what mesh-host and its tests need on a fresh Debian machine, as root: the real components
-# the tests start (systemd-container, nats-server, nftables, iproute2, strace, graphviz), then the
-# package itself with `npm ci` (which builds dist/ in `prepare`).
+# the tests start (systemd-container, mmdebstrap for an OpenRC tree, nats-server, nftables, iproute2,
+# strace, graphviz), then the package itself with `npm ci` (which builds dist/ in `prepare`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pair in systemd-nspawn:systemd-container nats-server:nats-server nft:nftables ip:iproute2 strace:strace dot:graphviz nsenter:util-linux /usr/bin/time:time; do
-  command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
+for pair in systemd-nspawn:systemd-container mmdebstrap:mmdebstrap,gpg,debian-archive-keyring,arch-test nats-server:nats-server nft:nftables ip:iproute2 strace:strace dot:graphviz nsenter:util-linux /usr/bin/time:time; do
+  # A command, and the packages that bring it (comma-separated).
+  if ! command -v "${pair%%:*}" >/dev/null 2>&1; then
+    IFS=, read -r -a packages <<< "${pair#*:}"
+    need+=("${packages[@]}")
+  fi
 done
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2

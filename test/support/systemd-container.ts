@@ -20,6 +20,8 @@ export interface SystemdContainer {
 export interface ContainerOptions {
   /** Host folders made visible inside at the same path (the project, a scratch folder). */
   binds?: string[];
+  /** The same, read-only. */
+  readOnlyBinds?: string[];
   bootTimeoutMs?: number;
 }
 
@@ -54,12 +56,36 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 export async function startSystemdContainer(options: ContainerOptions = {}): Promise<SystemdContainer> {
+  return startContainer({
+    ...options,
+    boot: true,
+    // `starting` until boot ends; `running` or `degraded` once it has.
+    ready: async (exec) => ['running', 'degraded'].includes((await exec('systemctl', ['is-system-running'], 5000)).stdout.trim()),
+  });
+}
+
+export interface TreeContainerOptions extends ContainerOptions {
+  /** The tree to run (default: this machine's own root). */
+  tree?: string;
+  /** Boot the tree's init, or run `command` under nspawn's stub init (--as-pid2). */
+  boot: boolean;
+  command?: string[];
+  /** Asked inside until it says yes. */
+  ready: (exec: SystemdContainer['exec']) => Promise<boolean>;
+}
+
+/**
+ * A container over a tree that nothing it does can change: this machine's root as a tmpfs with /usr
+ * read-only (--volatile=yes), or another tree under a tmpfs overlay (--volatile=overlay).
+ */
+export async function startContainer(options: TreeContainerOptions): Promise<SystemdContainer> {
   const name = `mhtest-${process.pid}-${++counter}`;
   const bootTimeoutMs = options.bootTimeoutMs ?? 45_000;
   const args = [
-    '-D', '/', '--volatile=yes', '-M', name, '--register=no', '--keep-unit', '--console=passive',
+    '-D', options.tree ?? '/', `--volatile=${options.tree ? 'overlay' : 'yes'}`, '-M', name, '--register=no', '--keep-unit', '--console=passive',
     ...(options.binds ?? []).map((dir) => `--bind=${dir}`),
-    '-b', 'systemd.firstboot=off',
+    ...(options.readOnlyBinds ?? []).map((path) => `--bind-ro=${path}`),
+    ...(options.boot ? ['-b', 'systemd.firstboot=off'] : ['--as-pid2', ...(options.command ?? ['sleep', 'infinity'])]),
   ];
   const nspawn = spawn('systemd-nspawn', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(nspawn);
@@ -88,15 +114,11 @@ export async function startSystemdContainer(options: ContainerOptions = {}): Pro
   try {
     for (;;) {
       if (nspawn.exitCode !== null || nspawn.signalCode !== null) {
-        throw new Error(`systemd-nspawn exited (${nspawn.exitCode ?? nspawn.signalCode}) before booting:\n${log}`);
+        throw new Error(`systemd-nspawn exited (${nspawn.exitCode ?? nspawn.signalCode}) before it was ready:\n${log}`);
       }
-      if (Date.now() > deadline) throw new Error(`container ${name} did not boot within ${bootTimeoutMs} ms:\n${log}`);
+      if (Date.now() > deadline) throw new Error(`container ${name} was not ready within ${bootTimeoutMs} ms:\n${log}`);
       initPid ??= nspawn.pid === undefined ? undefined : childOf(nspawn.pid);
-      if (initPid !== undefined) {
-        const state = await exec('systemctl', ['is-system-running'], 5000);
-        // `starting` until boot ends; `running` or `degraded` once it has.
-        if (['running', 'degraded'].includes(state.stdout.trim())) break;
-      }
+      if (initPid !== undefined && (await options.ready(exec))) break;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   } catch (err) {
