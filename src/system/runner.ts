@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 
 /** What a finished (or failed-to-run) command said. */
 export interface RunResult {
@@ -26,9 +25,12 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 
 /** Runs real processes. Never throws: a missing binary or a hang is a result, not an exception. */
 export function systemRunner(): CommandRunner {
+  // Loaded at the first command: most applies run none, and child_process brings net and dgram along.
+  let childProcess: Promise<typeof import('node:child_process')> | undefined;
   return {
-    run(command, args, options = {}) {
+    async run(command, args, options = {}) {
       const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+      const { spawn } = await (childProcess ??= import('node:child_process'));
       return new Promise<RunResult>((resolve) => {
         let stdout = '';
         let stderr = '';
