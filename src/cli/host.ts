@@ -6,7 +6,7 @@ import { ensureStateDir, type Store } from '../store/store.js';
 import { openStore } from '../apply/open.js';
 import { Outbox } from '../report/outbox.js';
 import { HANDLERS } from '../apply/handlers.js';
-import { chooseServiceManager, type ManagerChoice } from '../services/choose.js';
+import type { ManagerChoice } from '../services/choose.js';
 import { systemAccounts } from '../resources/accounts.js';
 import type { HostEnv } from '../apply/apply.js';
 import { DEFAULT_CONFIG, DEFAULT_STATE_DIR, stringFlag, type CommandContext } from './context.js';
@@ -58,7 +58,8 @@ export async function withHost<T>(ctx: CommandContext, command: string, run: (ho
       clock: ctx.clock,
       accounts: systemAccounts(),
       handlers: HANDLERS,
-      serviceManager: () => (choice ??= chooseServiceManager(ctx.runner, config.serviceManager)),
+      // Asked for only when services are declared or recorded: the managers and their probes load then.
+      serviceManager: () => (choice ??= import('../services/choose.js').then(({ chooseServiceManager }) => chooseServiceManager(ctx.runner, config.serviceManager))),
       verifyPauseMs: config.verifyPauseMs,
       outbox: new Outbox(paths.stateDir),
     };
