@@ -119,15 +119,19 @@ export class Store {
   /** Atomic and durable; says loudly each record the last save held that this one drops unmarked. */
   save(): void {
     if (this.quiesced) throw new Error('the store is quiesced: no save may start after the host began to end');
-    for (const id of Object.keys(this.saved)) {
-      if (!Object.hasOwn(this.working.records, id) && !this.marked.has(id)) {
-        this.log.error({ record: this.saved[id] }, `store: this save drops the record of '${id}', which nothing forgot or released`);
+    // Records serialised and untouched since the last save (a no-op apply): nothing can have been dropped.
+    const recordsChanged = this.recordsJson === undefined;
+    if (recordsChanged) {
+      for (const id of Object.keys(this.saved)) {
+        if (!Object.hasOwn(this.working.records, id) && !this.marked.has(id)) {
+          this.log.error({ record: this.saved[id] }, `store: this save drops the record of '${id}', which nothing forgot or released`);
+        }
       }
     }
     const { records, ...rest } = this.working;
     this.recordsJson ??= JSON.stringify(records);
     writeDurably(join(this.stateDir, STATE_FILE), Buffer.from(`${JSON.stringify(rest).slice(0, -1)},"records":${this.recordsJson}}\n`));
-    this.saved = { ...this.working.records };
+    if (recordsChanged) this.saved = { ...this.working.records };
     this.marked.clear();
   }
 }
