@@ -52,7 +52,10 @@ export interface ConvergeFigures {
   processRssMb: number;
 }
 
-export async function benchConverge(files: number, dirs: number, runs = 5): Promise<ConvergeFigures> {
+/** In-process runs are cheap and processes are not; both medians, over enough runs to ride out this machine's noise. */
+export const CONVERGE_RUNS = { inProcess: 15, process: 9 } as const;
+
+export async function benchConverge(files: number, dirs: number): Promise<ConvergeFigures> {
   const dir = mkdtempSync(join(tmpdir(), 'mesh-host-bench-'));
   try {
     const root = join(dir, 'root');
@@ -75,9 +78,9 @@ export async function benchConverge(files: number, dirs: number, runs = 5): Prom
     await once();
     const noop: number[] = [];
     const drift: number[] = [];
-    for (let i = 0; i < runs; i++) noop.push(await timeIt(once));
+    for (let i = 0; i < CONVERGE_RUNS.inProcess; i++) noop.push(await timeIt(once));
     const fileResources = decl.resources.filter((r) => r.type === 'file');
-    for (let i = 0; i < runs; i++) {
+    for (let i = 0; i < CONVERGE_RUNS.inProcess; i++) {
       // 10% of the files drift: half in content, half in mode.
       fileResources.forEach((r, j) => {
         if (j % 10 !== i % 10) return;
@@ -91,7 +94,7 @@ export async function benchConverge(files: number, dirs: number, runs = 5): Prom
     const floor = floorScript(dir, decl);
     const processRuns: Array<{ ms: number; rssMb: number }> = [];
     const floorRuns: number[] = [];
-    for (let i = 0; i < runs; i++) {
+    for (let i = 0; i < CONVERGE_RUNS.process; i++) {
       // Interleaved, so that the machine's noise falls on both alike.
       const p = wallProcess(process.execPath, [join(project, 'bin/mesh-host'), ...flags]);
       if (p.code !== 0) throw new Error(`mesh-host apply exited ${p.code}`);

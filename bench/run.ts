@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { benchConverge, convergeTable, type ConvergeFigures } from './converge.js';
+import { benchConverge, convergeTable, CONVERGE_RUNS, type ConvergeFigures } from './converge.js';
 import { benchStartup } from './startup.js';
 import { benchServices } from './services.js';
 import { benchLink } from './link.js';
@@ -55,7 +55,7 @@ if (!only || only === 'converge') {
     rows.push(await benchConverge(files, dirs));
     console.error(`converge ${files}/${dirs} done`);
   }
-  sections.push('## Converge of files', '', 'Median of 5 runs each; the whole process includes Node start-up; the floor is a bare `node` script that', 'lstat()s, reads and compares the same files.', '', ...convergeTable(rows), '');
+  sections.push('## Converge of files', '', `Medians: ${CONVERGE_RUNS.inProcess} runs in-process, ${CONVERGE_RUNS.process} interleaved runs of each process; the whole process includes Node start-up; the`, 'floor is a bare `node` script that lstat()s, reads and compares the same files.', '', ...convergeTable(rows), '');
   out();
 }
 if (!only || only === 'services') {

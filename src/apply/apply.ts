@@ -79,8 +79,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
   const refusal = orderProblem(declaration, digest, store.state.lastApplied) ?? modeProblem(store.state.mode, declaration.mode, request.mayChangeMode);
   if (refusal) return { kind: 'refused', reason: refusal, details: [] };
 
-  const needsServices =
-    declaration.resources.some((r) => r.type === 'service') || Object.values(store.state.records).some((r) => r.type === 'service' && r.origin === request.origin);
+  const needsServices = declaration.resources.some((r) => r.type === 'service') || recordsService(store, request.origin);
   let services: ConvergeContext['services'];
   if (needsServices) {
     const choice = await env.serviceManager?.();
@@ -196,6 +195,12 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
   } finally {
     fs.close();
   }
+}
+
+function recordsService(store: Store, origin: Origin): boolean {
+  const records = store.state.records;
+  for (const id in records) if (records[id]!.type === 'service' && records[id]!.origin === origin) return true;
+  return false;
 }
 
 function saidOf(steps: StepResult[]): string[] {

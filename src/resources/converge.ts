@@ -34,12 +34,17 @@ export function targetOf(resource: Resource): string {
 
 /** Records this declaration lets go of: of its own origin, and no longer declared as they are. */
 export function recordsToRemove(declaration: Declaration, ctx: Pick<ConvergeContext, 'store' | 'origin'>): ResourceRecord[] {
-  const declared = new Map(declaration.resources.map((r) => [r.id, r]));
-  const leaving = Object.values(ctx.store.state.records).filter((record) => {
-    if (record.origin !== ctx.origin) return false;
-    const now = declared.get(record.id);
-    return now === undefined || now.type !== record.type || targetOf(now) !== record.target;
-  });
+  const declared = new Map<string, Resource>();
+  for (const r of declaration.resources) declared.set(r.id, r);
+  const leaving: ResourceRecord[] = [];
+  const records = ctx.store.state.records;
+  // A plain loop: this runs over every record of every apply, 10,000 of them on a big host.
+  for (const id in records) {
+    const record = records[id]!;
+    if (record.origin !== ctx.origin) continue;
+    const now = declared.get(id);
+    if (now === undefined || now.type !== record.type || targetOf(now) !== record.target) leaving.push(record);
+  }
   // Services stop before their files go; what is inside a directory goes before the directory.
   const rank = (r: ResourceRecord) => (r.type === 'service' ? 0 : 1);
   return leaving.sort((a, b) => rank(a) - rank(b) || b.target.split('/').length - a.target.split('/').length || a.id.localeCompare(b.id));
