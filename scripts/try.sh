@@ -40,11 +40,21 @@ daemon=$!
 pids=("$daemon" "${pids[@]}")
 for _ in $(seq 100); do grep -q 'link: connected' "$scratch/daemon.log" && break; sleep 0.1; done
 
+# Waits (up to 20 s) until the mesh holds N reports from the node.
+wait_reports() {
+  for _ in $(seq 100); do
+    [ "$(./bin/meshctl reports --node example --server "$server" --json --log-level warn | grep -c .)" -ge "$1" ] && return 0
+    sleep 0.2
+  done
+  echo "try: fewer than $1 reports after 20 s; the daemon's log is $scratch/daemon.log" >&2
+  return 1
+}
+
 echo "== meshctl send example fixtures/declarations/example-update.json, then the same again"
 ./bin/meshctl send example fixtures/declarations/example-update.json --key "$scratch/keys/operator.nk" --server "$server" --log-level warn
-sleep 1
+wait_reports 2
 ./bin/meshctl send example fixtures/declarations/example-update.json --key "$scratch/keys/operator.nk" --server "$server" --log-level warn
-sleep 1.5
+wait_reports 3
 echo
 echo "== meshctl reports --node example (one line a report: sequence, trigger, outcome, steps)"
 ./bin/meshctl reports --node example --server "$server" --log-level warn \
