@@ -5,7 +5,9 @@
 # Nothing outside the scratch folder is touched; only processes started here are stopped, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh >&2
+# The test suite runs this script after it has installed and built everything itself; rebuilding
+# dist/ then would pull it from under the suite's other tests.
+[ "${MESH_HOST_SETUP_DONE:-}" = 1 ] || bash scripts/setup.sh >&2
 
 scratch=$(mktemp -d /tmp/mesh-host-try.XXXXXX)
 mkdir -p "$scratch/root/etc" "$scratch/root/srv" "$scratch/nats"
