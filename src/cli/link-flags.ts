@@ -1,9 +1,6 @@
-import type { LinkSettings } from '../link/connect.js';
+import type { LinkAuth, LinkSettings } from '../link/connect.js';
 import type { Flags } from './args.js';
 import { stringFlag } from './context.js';
-
-/** The link settings a bundle carries and a host keeps: everything but the connection's name. */
-export type LinkAuth = Pick<LinkSettings, 'creds' | 'nkeySeed' | 'tls'>;
 
 /** `--creds`, `--nkey`, `--tls-ca`, `--tls-cert`, `--tls-key`, as the NATS tools name them, for meshctl's own connection and for a bundle. */
 export function linkAuthFromFlags(flags: Flags): LinkAuth {

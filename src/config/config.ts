@@ -1,16 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { cannotStart } from '../system/errors.js';
+import type { LinkAuth } from '../link/connect.js';
 
 /** /etc/mesh-host/host.json: written by genesis from the bundle, edited by operators. */
-export interface HostConfig {
+export interface HostConfig extends LinkAuth {
   node: string;
   /** The control plane's public key (an operator nkey, O…), pinned at genesis. */
   publicKey?: string;
   servers: string[];
-  creds?: string;
-  nkeySeed?: string;
-  tls?: { ca?: string; cert?: string; key?: string };
   reconcileIntervalMs: number;
   verifyPauseMs: number;
   /** How long a command waits for the lock before it names the holder and gives up (exit 3). */

@@ -2,10 +2,11 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../system/log.js';
 import { loadConfig, type HostConfig } from './config.js';
+import { linkAuthOf } from '../link/connect.js';
 
 /** The settings whose change moves the host to another bus (DESIGN §8). */
 export function linkSettingsOf(config: HostConfig): string {
-  return JSON.stringify([config.servers, config.creds, config.nkeySeed, config.tls]);
+  return JSON.stringify([config.servers, linkAuthOf(config)]);
 }
 
 export interface LinkSettingsWatch {

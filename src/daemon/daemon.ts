@@ -12,6 +12,7 @@ import { orderProblem } from '../apply/order.js';
 import { takeInventory } from '../inventory/inventory.js';
 import { probeLinks, type Link } from '../inventory/links.js';
 import { LinkSession } from '../link/session.js';
+import { linkAuthOf } from '../link/connect.js';
 import { Outbox } from '../report/outbox.js';
 import { systemAccounts } from '../resources/accounts.js';
 import { chooseServiceManager, type ManagerChoice } from '../services/choose.js';
@@ -223,7 +224,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
           return () => {};
         }
         const session = new LinkSession(
-          { settings: { servers: config.servers, name: `mesh-host ${config.node}`, ...(config.creds ? { creds: config.creds } : {}), ...(config.nkeySeed ? { nkeySeed: config.nkeySeed } : {}), ...(config.tls ? { tls: config.tls } : {}) }, node: config.node, log, ...(config.heartbeatMs ? { heartbeatMs: config.heartbeatMs } : {}), ...(config.rereadMs ? { rereadMs: config.rereadMs } : {}) },
+          { settings: { servers: config.servers, name: `mesh-host ${config.node}`, ...linkAuthOf(config) }, node: config.node, log, ...(config.heartbeatMs ? { heartbeatMs: config.heartbeatMs } : {}), ...(config.rereadMs ? { rereadMs: config.rereadMs } : {}) },
           {
             onDeclaration: ({ bytes, revision }) => {
               deliveries = deliveries.then(() => onDeclaration(bytes, revision)).catch((err: Error) => log.error({ err }, 'link: a delivery could not be handled'));

@@ -1,4 +1,5 @@
 import { refused } from '../system/errors.js';
+import type { LinkAuth } from '../link/connect.js';
 import { isEnvelope, type Envelope } from './envelope.js';
 import { MAX_DECLARATION_BYTES, receiveDeclaration, type Received } from './load.js';
 import { NODE_ID_PATTERN } from './ids.js';
@@ -7,7 +8,7 @@ import { NODE_ID_PATTERN } from './ids.js';
 export interface GenesisBundle {
   version: 1;
   node: string;
-  link: { servers: string[]; creds?: string; nkeySeed?: string; tls?: { ca?: string; cert?: string; key?: string } };
+  link: { servers: string[] } & LinkAuth;
   /** The control plane's operator public key (O…): pinned by genesis. */
   publicKey: string;
   declaration: Envelope;

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { readDeclarationFile } from '../../declaration/load.js';
 import { openBundle } from '../../declaration/bundle.js';
 import { readConfigFile, writeConfig } from '../../config/config.js';
+import { linkAuthOf } from '../../link/connect.js';
 import { applyDeclaration, modeProblem } from '../../apply/apply.js';
 import { writeDurably } from '../../store/durable.js';
 import { formatPlan } from '../../report/report.js';
@@ -63,9 +64,7 @@ export async function genesisCommand(ctx: CommandContext): Promise<number> {
         node: bundle.node,
         publicKey: bundle.publicKey,
         servers: bundle.link.servers,
-        ...(bundle.link.creds ? { creds: bundle.link.creds } : {}),
-        ...(bundle.link.nkeySeed ? { nkeySeed: bundle.link.nkeySeed } : {}),
-        ...(bundle.link.tls ? { tls: bundle.link.tls } : {}),
+        ...linkAuthOf(bundle.link),
       });
       ctx.log.info({ node: bundle.node, digest: received.digest, config: paths.configPath }, 'enrolled: the bundle is consumed and the configuration written');
     }
