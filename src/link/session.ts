@@ -41,7 +41,8 @@ export class LinkSession {
   private kv?: KV;
   private js?: JetStreamClient;
   private closed = false;
-  private timers: NodeJS.Timeout[] = [];
+  /** Live timers only: each one-shot leaves the set when it fires, so a long-lived link holds a handful. */
+  private timers = new Set<NodeJS.Timeout>();
   private subs: Subscription[] = [];
   private lastRevision = 0;
 
@@ -56,7 +57,7 @@ export class LinkSession {
         this.nc = await connectLink(this.options.settings, log);
       } catch (err) {
         if (attempt % 6 === 0) log.error({ err: (err as Error).message }, 'link: cannot connect; trying again every 10 s');
-        await new Promise((resolve) => this.timers.push(setTimeout(resolve, 10_000)));
+        await new Promise<void>((resolve) => this.later(10_000, resolve));
       }
     }
     if (!this.nc) return;
@@ -82,8 +83,16 @@ export class LinkSession {
     this.handlers.onUp();
     void this.watch();
     const reread = setInterval(() => void this.reread('timer'), this.options.rereadMs ?? 60_000);
-    this.timers.push(reread);
+    this.timers.add(reread);
     await this.reread('open');
+  }
+
+  private later(ms: number, fn: () => void): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      fn();
+    }, ms);
+    this.timers.add(timer);
   }
 
   private deliver(value: DeclarationValue): void {
@@ -161,10 +170,10 @@ export class LinkSession {
       } catch {
         // disconnected: the next beat will do
       }
-      this.timers.push(setTimeout(beat, every));
+      this.later(every, beat);
     };
     // A random first delay, so that a fleet restarted together does not beat in step.
-    this.timers.push(setTimeout(beat, Math.floor(Math.random() * every)));
+    this.later(Math.floor(Math.random() * every), beat);
   }
 
   /** Publishes one report and waits for the stream's acknowledgement; retries reuse the message id. */
@@ -181,6 +190,7 @@ export class LinkSession {
   async close(): Promise<void> {
     this.closed = true;
     for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
     for (const s of this.subs) s.unsubscribe();
     try {
       await this.nc?.close();
