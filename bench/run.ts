@@ -5,6 +5,7 @@ import { benchConverge, convergeTable, CONVERGE_RUNS, type ConvergeFigures } fro
 import { benchStartup } from './startup.js';
 import { benchServices } from './services.js';
 import { benchLink } from './link.js';
+import { benchFleet } from './fleet.js';
 import { machine } from './stats.js';
 
 const project = fileURLToPath(new URL('../../', import.meta.url));
@@ -36,7 +37,7 @@ const out = () => {
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link) runs one part and keeps the others.',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet) runs one part and keeps the others.',
       '',
       `Machine: ${machine()}`,
       '',
@@ -64,6 +65,10 @@ if (!only || only === 'services') {
 }
 if (!only || only === 'link') {
   sections.push(...(await benchLink()), '');
+  out();
+}
+if (!only || only === 'fleet') {
+  sections.push(...(await benchFleet()), '');
   out();
 }
 console.error('docs/bench.md written');

@@ -52,6 +52,6 @@ export const meshctlProgram: ProgramSpec = {
     bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', ...linkOptions, 'out'] },
     send: { summary: 'put a declaration into the mesh for NODE', args: ['NODE', 'FILE'], options: ['key', ...linkOptions] },
     reports: { summary: 'read reports', args: [], options: ['follow', 'node', ...linkOptions] },
-    status: { summary: 'ask a host for its status', args: ['NODE'], options: linkOptions },
+    status: { summary: 'the fleet, one line a node (exit 1 when any is not converged and alive); with NODE, ask that host', args: ['NODE?'], options: linkOptions },
   },
 };

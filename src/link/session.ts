@@ -31,7 +31,7 @@ export interface LinkOptions {
 }
 
 /**
- * The link (DESIGN §8), hiding the NATS client behind a small surface: the machine never sees a
+ * The link, hiding the NATS client behind a small surface: the machine never sees a
  * NATS type. It watches this node's key, reads it again on every reconnect and on a timer, answers
  * status and inventory (read-only), sends a heartbeat, and publishes reports with their message id.
  * It carries no actions.
@@ -166,7 +166,8 @@ export class LinkSession {
     const beat = () => {
       if (this.closed || !this.nc) return;
       try {
-        this.nc.publish(heartbeatSubject(this.options.node), JSON.stringify(this.handlers.heartbeat()));
+        // The interval travels with the beat: the fleet view calls a node silent after three of its own.
+        this.nc.publish(heartbeatSubject(this.options.node), JSON.stringify({ ...(this.handlers.heartbeat() as object), intervalMs: every }));
       } catch {
         // disconnected: the next beat will do
       }

@@ -1,4 +1,4 @@
-/** The wire (DESIGN §8, docs/wire.md): any control plane can speak to a host through these names. */
+/** The wire (docs/wire.md): any control plane can speak to a host through these names. */
 export const DECLARATIONS_BUCKET = 'mesh_declarations';
 export const REPORTS_STREAM = 'MESH_REPORTS';
 export const reportSubject = (node: string) => `mesh.report.${node}`;
@@ -8,3 +8,9 @@ export const inventorySubject = (node: string) => `mesh.node.${node}.inventory`;
 export const heartbeatSubject = (node: string) => `mesh.heartbeat.${node}`;
 /** The message id a report is published with: the server stores a retry inside the duplicate window once. */
 export const reportMessageId = (node: string, sequence: number) => `${node}-${sequence}`;
+/** The last heartbeat of every node, kept by the server: the fleet view reads their ages without listening. */
+export const HEARTBEATS_STREAM = 'MESH_HEARTBEATS';
+export const HEARTBEAT_SUBJECTS = 'mesh.heartbeat.>';
+/** The stream under a KV bucket, and the subject of one key in it. */
+export const DECLARATIONS_STREAM = `KV_${DECLARATIONS_BUCKET}`;
+export const DECLARATION_SUBJECTS = `$KV.${DECLARATIONS_BUCKET}.>`;

@@ -94,7 +94,7 @@ export async function enrolledHost(servers: string[], options: { resources?: Res
       return new Promise((resolve) => p.once('exit', (code) => resolve(code)));
     },
     async kill() {
-      if (!proc || proc.exitCode !== null) return;
+      if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
       const p = proc;
       p.kill('SIGKILL');
       await new Promise((resolve) => p.once('exit', resolve));

@@ -10,7 +10,7 @@ import { readSeed } from './keys.js';
 import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
 import { lazy } from '../../system/interop.js';
 
-async function connectControl(ctx: CommandContext): Promise<NatsConnection> {
+export async function connectControl(ctx: CommandContext): Promise<NatsConnection> {
   return connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl', persistent: false, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
 }
 
@@ -96,9 +96,10 @@ export async function reportsCommand(ctx: CommandContext): Promise<number> {
   }
 }
 
-/** `meshctl status NODE`: asks the host (request/reply, read-only). */
+/** `meshctl status NODE`: asks the host (request/reply, read-only); without a node, the fleet view. */
 export async function statusCommand(ctx: CommandContext): Promise<number> {
-  const node = ctx.args[0]!;
+  const node = ctx.args[0];
+  if (node === undefined) return (await import('./fleet.js')).fleetCommand(ctx);
   const nc = await connectControl(ctx);
   try {
     const reply = await nc.request(statusSubject(node), '', { timeout: 5000 });

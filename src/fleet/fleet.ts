@@ -1,0 +1,154 @@
+import type { Mode } from '../declaration/schema.js';
+import type { Outcome, Report, Trigger } from '../report/report.js';
+
+/** A declaration's place in its node's order: enough to say which of two is newer. */
+export interface DeclarationMark {
+  epoch?: number;
+  sequence: number;
+  digest: string;
+}
+
+/** The newest report of one node, as the reports stream holds it. */
+export interface ReportSeen {
+  node: string;
+  /** Undefined when the stored bytes are not a report. */
+  report?: Pick<Report, 'sequence' | 'trigger' | 'mode' | 'outcome' | 'error' | 'declaration' | 'finishedAt'>;
+  storedAtMs: number;
+  /** What the report's signature check said; absent when no check was made. */
+  signature?: SignatureVerdict;
+}
+
+export type SignatureVerdict = { verdict: 'verified' } | { verdict: 'failed'; reason: string };
+
+/** The newest heartbeat of one node, as the heartbeats stream holds it. */
+export interface HeartbeatSeen {
+  node: string;
+  beat?: { reportSequence?: number; lastApplied?: DeclarationMark | null; uptimeSeconds?: number; intervalMs?: number };
+  storedAtMs: number;
+}
+
+/** The value of one node's key: the newest declaration the mesh said. */
+export interface KeySeen {
+  node: string;
+  /** Undefined when the value is not a readable envelope. */
+  newest?: DeclarationMark;
+}
+
+/** Worst first: the order of the view and the meaning of the exit status. */
+export const FLEET_STATES = ['failed', 'silent', 'behind', 'waiting', 'converged'] as const;
+export type FleetState = (typeof FLEET_STATES)[number];
+
+export interface FleetRow {
+  node: string;
+  state: FleetState;
+  mode: Mode | null;
+  lastOutcome: { outcome: Outcome; trigger: Trigger; at: string; agoMs: number; resource?: string; message?: string } | null;
+  lastApplied: DeclarationMark | null;
+  newest: DeclarationMark | null;
+  behind: boolean;
+  reportSequence: number | null;
+  heartbeat: { agoMs: number; intervalMs: number } | null;
+  silent: boolean;
+  signature?: SignatureVerdict['verdict'];
+  /** Why the node is not converged and alive, one line each. */
+  problems: string[];
+}
+
+/** A heartbeat every 30 s unless the beat says otherwise (the daemon's default). */
+export const DEFAULT_HEARTBEAT_MS = 30_000;
+/** A node is silent when its last heartbeat is older than this many of its intervals. */
+export const SILENT_AFTER_INTERVALS = 3;
+
+/** (epoch, sequence) order; a mark without an epoch is ordered by its sequence alone. */
+export function isNewer(a: DeclarationMark, b: DeclarationMark): boolean {
+  if (a.epoch !== undefined && b.epoch !== undefined && a.epoch !== b.epoch) return a.epoch > b.epoch;
+  return a.sequence > b.sequence;
+}
+
+/**
+ * The fleet, one row a node the mesh knows (it has a key, a report or a heartbeat), worst first:
+ * failed (its last report failed or was refused, or its signature did not verify), silent (no heartbeat
+ * for three intervals), behind (the mesh said something newer than it applied), waiting (no report yet),
+ * then converged; by node within each. Pure: what was read and the time, in; rows, out.
+ */
+export function fleetRows(input: { reports: ReportSeen[]; heartbeats: HeartbeatSeen[]; keys: KeySeen[]; nowMs: number }): FleetRow[] {
+  const nodes = new Set([...input.reports, ...input.heartbeats, ...input.keys].map((x) => x.node));
+  const byNode = <T extends { node: string }>(list: T[]) => new Map(list.map((x) => [x.node, x]));
+  const reports = byNode(input.reports);
+  const beats = byNode(input.heartbeats);
+  const keys = byNode(input.keys);
+  const rows = [...nodes].map((node) => rowOf(node, reports.get(node), beats.get(node), keys.get(node), input.nowMs));
+  const rank = (r: FleetRow) => FLEET_STATES.indexOf(r.state);
+  return rows.sort((a, b) => rank(a) - rank(b) || (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+}
+
+function rowOf(node: string, seen: ReportSeen | undefined, beat: HeartbeatSeen | undefined, key: KeySeen | undefined, nowMs: number): FleetRow {
+  const problems: string[] = [];
+  const report = seen?.report;
+  if (seen && !report) problems.push('its last report is not readable');
+  if (seen?.signature?.verdict === 'failed') problems.push(`its last report's signature does not verify: ${seen.signature.reason}`);
+
+  const lastOutcome = report
+    ? {
+        outcome: report.outcome,
+        trigger: report.trigger,
+        at: report.finishedAt,
+        agoMs: Math.max(0, nowMs - Date.parse(report.finishedAt)),
+        ...(report.error?.resource ? { resource: report.error.resource } : {}),
+        ...(report.error ? { message: report.error.message } : {}),
+      }
+    : null;
+  if (report && report.outcome !== 'converged') {
+    problems.push(`${report.outcome}${report.error ? `: ${report.error.resource ? `${report.error.resource}: ` : ''}${report.error.message}` : ''}`);
+  }
+
+  const intervalMs = beat?.beat?.intervalMs ?? DEFAULT_HEARTBEAT_MS;
+  const heartbeat = beat ? { agoMs: Math.max(0, nowMs - beat.storedAtMs), intervalMs } : null;
+  const silent = !heartbeat || heartbeat.agoMs > SILENT_AFTER_INTERVALS * intervalMs;
+  if (silent) problems.push(heartbeat ? `silent: no heartbeat for ${formatAgo(heartbeat.agoMs)} (it beats every ${formatAgo(intervalMs)})` : 'silent: no heartbeat heard');
+
+  // The heartbeat is the fresher word on what was applied; a report says it when no beat is kept.
+  const fromReport = report?.declaration && report.outcome !== 'refused' ? report.declaration : null;
+  const lastApplied = beat?.beat?.lastApplied ?? fromReport ?? null;
+  const newest = key?.newest ?? null;
+  const behind = newest !== null && (lastApplied === null || (newest.digest !== lastApplied.digest && !isNewer(lastApplied, newest)));
+  if (behind) problems.push(`behind: the mesh said ${markText(newest)}, it applied ${lastApplied ? markText(lastApplied) : 'nothing yet'}`);
+  if (key && !newest) problems.push('its key does not hold a readable envelope');
+
+  const failed = (report !== undefined && report.outcome !== 'converged') || (seen !== undefined && !report) || seen?.signature?.verdict === 'failed';
+  const state: FleetState = failed ? 'failed' : silent ? 'silent' : behind ? 'behind' : report ? 'converged' : 'waiting';
+  if (state === 'waiting') problems.push('no report yet');
+  return {
+    node,
+    state,
+    mode: report?.mode ?? null,
+    lastOutcome,
+    lastApplied,
+    newest,
+    behind,
+    reportSequence: beat?.beat?.reportSequence ?? report?.sequence ?? null,
+    heartbeat,
+    silent,
+    ...(seen?.signature ? { signature: seen.signature.verdict } : {}),
+    problems,
+  };
+}
+
+/** Every node converged and alive: what a monitoring check asks. */
+export function fleetHealthy(rows: FleetRow[]): boolean {
+  return rows.every((r) => r.state === 'converged');
+}
+
+export function markText(mark: Pick<DeclarationMark, 'epoch' | 'sequence'>): string {
+  return mark.epoch === undefined ? `${mark.sequence}` : `${mark.epoch}:${mark.sequence}`;
+}
+
+/** "300ms", "4s", "2m", "3h", "5d": how long, at a glance. */
+export function formatAgo(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  if (s < 172_800) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86_400)}d`;
+}

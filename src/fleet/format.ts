@@ -1,0 +1,35 @@
+import { formatAgo, FLEET_STATES, markText, type FleetRow } from './fleet.js';
+
+const COLUMNS = ['NODE', 'STATE', 'MODE', 'LAST OUTCOME', 'APPLIED', 'NEWEST', 'REPORT', 'HEARTBEAT'] as const;
+
+function cells(row: FleetRow): string[] {
+  const outcome = row.lastOutcome ? `${row.lastOutcome.outcome} ${formatAgo(row.lastOutcome.agoMs)} ago (${row.lastOutcome.trigger})` : '-';
+  return [
+    row.node,
+    row.state,
+    row.mode ?? '-',
+    outcome,
+    row.lastApplied ? markText(row.lastApplied) : '-',
+    row.newest ? markText(row.newest) : '-',
+    row.reportSequence === null ? '-' : `#${row.reportSequence}`,
+    row.heartbeat ? `${formatAgo(row.heartbeat.agoMs)} ago` : 'never',
+  ];
+}
+
+/**
+ * The fleet at a glance: a count by state, then one line a node, worst first, each line followed by
+ * what is wrong with it (the failing resource and its message, the silence, what it is behind).
+ */
+export function formatFleet(rows: FleetRow[]): string {
+  if (rows.length === 0) return 'no nodes: the mesh has no declarations, reports or heartbeats yet';
+  const counts = FLEET_STATES.map((s) => [s, rows.filter((r) => r.state === s).length] as const).filter(([, n]) => n > 0);
+  const table = [COLUMNS as readonly string[], ...rows.map(cells)];
+  const widths = COLUMNS.map((_, i) => Math.max(...table.map((line) => line[i]!.length)));
+  const line = (values: readonly string[]) => values.map((v, i) => (i === values.length - 1 ? v : v.padEnd(widths[i]!))).join('  ');
+  const out = [`${rows.length} node${rows.length === 1 ? '' : 's'}: ${counts.map(([s, n]) => `${n} ${s}`).join(', ')}`, line(table[0]!)];
+  rows.forEach((row, i) => {
+    out.push(line(table[i + 1]!));
+    for (const problem of row.problems) out.push(`  ${problem}`);
+  });
+  return out.join('\n');
+}

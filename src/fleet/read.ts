@@ -1,0 +1,68 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { readLastPerSubject, type LastMessage } from '../link/last-per-subject.js';
+import { DECLARATION_SUBJECTS, DECLARATIONS_STREAM, HEARTBEAT_SUBJECTS, HEARTBEATS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from '../link/wire.js';
+import { digestOf, isEnvelope } from '../declaration/envelope.js';
+import type { HeartbeatSeen, KeySeen, ReportSeen, SignatureVerdict } from './fleet.js';
+
+/**
+ * Checks the signature of a node's report. The fleet view calls it on each node's newest report when
+ * one is given, and flags a report whose signature fails.
+ */
+export type ReportVerifier = (node: string, message: LastMessage) => Promise<SignatureVerdict>;
+
+export interface FleetRead {
+  reports: ReportSeen[];
+  heartbeats: HeartbeatSeen[];
+  keys: KeySeen[];
+}
+
+/** The last token of a subject: the node (`mesh.report.<node>`, `$KV.mesh_declarations.<node>`). */
+const nodeOf = (subject: string) => subject.slice(subject.lastIndexOf('.') + 1);
+
+function parse(data: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(data));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The newest report, heartbeat and key value of every node, read together: three streams, one pass each. */
+export async function readFleet(nc: NatsConnection, options: { verifyReport?: ReportVerifier } = {}): Promise<FleetRead> {
+  const [reports, beats, keys] = await Promise.all([
+    readLastPerSubject(nc, REPORTS_STREAM, REPORTS_SUBJECTS),
+    readLastPerSubject(nc, HEARTBEATS_STREAM, HEARTBEAT_SUBJECTS),
+    readLastPerSubject(nc, DECLARATIONS_STREAM, DECLARATION_SUBJECTS),
+  ]);
+  return {
+    reports: await Promise.all(reports.map((m) => reportSeen(m, options.verifyReport))),
+    heartbeats: beats.map((m) => {
+      const beat = parse(m.data);
+      return { node: nodeOf(m.subject), storedAtMs: m.storedAtMs, ...(typeof beat === 'object' && beat !== null ? { beat: beat as HeartbeatSeen['beat'] } : {}) };
+    }),
+    // A deleted or purged key leaves a marker without data: the mesh says nothing to that node now.
+    keys: keys.filter((m) => m.data.length > 0 && !m.headers?.['KV-Operation']).map((m) => keySeen(m)),
+  };
+}
+
+async function reportSeen(message: LastMessage, verify: ReportVerifier | undefined): Promise<ReportSeen> {
+  const node = nodeOf(message.subject);
+  const value = parse(message.data) as ReportSeen['report'] | undefined;
+  const readable = typeof value === 'object' && value !== null && typeof value.outcome === 'string' && typeof value.finishedAt === 'string';
+  return {
+    node,
+    storedAtMs: message.storedAtMs,
+    ...(readable ? { report: value } : {}),
+    ...(verify ? { signature: await verify(node, message) } : {}),
+  };
+}
+
+function keySeen(message: LastMessage): KeySeen {
+  const node = nodeOf(message.subject);
+  const envelope = parse(message.data);
+  if (!isEnvelope(envelope)) return { node };
+  const payload = Buffer.from(envelope.payload, 'base64');
+  const declaration = parse(payload) as { epoch?: unknown; sequence?: unknown } | undefined;
+  if (typeof declaration?.sequence !== 'number') return { node };
+  return { node, newest: { ...(typeof declaration.epoch === 'number' ? { epoch: declaration.epoch } : {}), sequence: declaration.sequence, digest: digestOf(payload) } };
+}

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { fleetHealthy, fleetRows, type HeartbeatSeen, type ReportSeen } from '../../src/fleet/fleet.js';
+
+const now = Date.parse('2026-12-01T12:00:00Z');
+const mark = (sequence: number) => ({ epoch: 2, sequence, digest: `sha256:${sequence}` });
+const report = (node: string, outcome: 'converged' | 'failed' | 'refused', sequence = 1): ReportSeen => ({
+  node,
+  storedAtMs: now - 60_000,
+  report: { sequence: 7, trigger: 'delivery', mode: 'converged', outcome, declaration: mark(sequence), finishedAt: new Date(now - 60_000).toISOString(), ...(outcome === 'converged' ? {} : { error: { resource: 'web', message: 'web.service is not running' } }) },
+});
+const beat = (node: string, agoMs: number, applied = 1): HeartbeatSeen => ({ node, storedAtMs: now - agoMs, beat: { reportSequence: 7, lastApplied: mark(applied), intervalMs: 10_000 } });
+
+describe('the fleet rows (pure)', () => {
+  it('silent after three of its own intervals; behind against its key; failed and refused both fail; order worst first', () => {
+    const rows = fleetRows({
+      nowMs: now,
+      reports: [report('a', 'converged'), report('b', 'failed'), report('c', 'converged'), report('d', 'converged'), report('e', 'refused'), report('f', 'converged')],
+      heartbeats: [beat('a', 29_000), beat('b', 1000), beat('c', 31_000), beat('d', 1000, 1), beat('e', 1000), beat('f', 1000, 3)],
+      keys: [{ node: 'a', newest: mark(1) }, { node: 'd', newest: mark(2) }, { node: 'f', newest: mark(2) }, { node: 'g', newest: mark(1) }],
+    });
+    expect(rows.map((r) => [r.node, r.state])).toEqual([['b', 'failed'], ['e', 'failed'], ['c', 'silent'], ['g', 'silent'], ['d', 'behind'], ['a', 'converged'], ['f', 'converged']]);
+    expect(rows[0]!.problems).toEqual(['failed: web: web.service is not running']);
+    expect(rows[0]!.lastOutcome).toMatchObject({ resource: 'web', agoMs: 60_000 });
+    expect(rows.find((r) => r.node === 'g')!.problems).toEqual(['silent: no heartbeat heard', 'behind: the mesh said 2:1, it applied nothing yet']);
+    // A node that applied something newer than its key holds (the key was rolled back and refused) is not behind.
+    expect(rows.find((r) => r.node === 'f')!.behind).toBe(false);
+    expect(fleetHealthy(rows)).toBe(false);
+    expect(fleetHealthy(rows.filter((r) => r.state === 'converged'))).toBe(true);
+  });
+
+  it('a report whose signature fails is flagged and fails the node', () => {
+    const rows = fleetRows({ nowMs: now, reports: [{ ...report('a', 'converged'), signature: { verdict: 'failed', reason: 'not signed by the node key' } }], heartbeats: [beat('a', 0)], keys: [] });
+    expect(rows[0]).toMatchObject({ state: 'failed', signature: 'failed', problems: ["its last report's signature does not verify: not signed by the node key"] });
+  });
+});
