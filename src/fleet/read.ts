@@ -1,14 +1,15 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { readLastPerSubject, type LastMessage } from '../link/last-per-subject.js';
+import { latestPerSubject, type LatestMessage } from '../link/latest.js';
 import { DECLARATION_SUBJECTS, DECLARATIONS_STREAM, HEARTBEAT_SUBJECTS, HEARTBEATS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from '../link/wire.js';
 import { digestOf, isEnvelope } from '../declaration/envelope.js';
+import { lazy } from '../system/interop.js';
 import type { HeartbeatSeen, KeySeen, ReportSeen, SignatureVerdict } from './fleet.js';
 
 /**
  * Checks the signature of a node's report. The fleet view calls it on each node's newest report when
  * one is given, and flags a report whose signature fails.
  */
-export type ReportVerifier = (node: string, message: LastMessage) => Promise<SignatureVerdict>;
+export type ReportVerifier = (node: string, message: LatestMessage) => Promise<SignatureVerdict>;
 
 export interface FleetRead {
   reports: ReportSeen[];
@@ -27,39 +28,50 @@ function parse(data: Uint8Array): unknown {
   }
 }
 
+/** The newest message of every subject of a stream; a stream not created yet (10059) holds nothing. */
+async function latest(nc: NatsConnection, stream: string, filter: string): Promise<LatestMessage[]> {
+  const { JetStreamApiError } = await lazy(import('@nats-io/jetstream'));
+  try {
+    return [...(await latestPerSubject(nc, stream, filter)).values()];
+  } catch (err) {
+    if (err instanceof JetStreamApiError && err.code === 10059) return [];
+    throw err;
+  }
+}
+
 /** The newest report, heartbeat and key value of every node, read together: three streams, one pass each. */
 export async function readFleet(nc: NatsConnection, options: { verifyReport?: ReportVerifier } = {}): Promise<FleetRead> {
   const [reports, beats, keys] = await Promise.all([
-    readLastPerSubject(nc, REPORTS_STREAM, REPORTS_SUBJECTS),
-    readLastPerSubject(nc, HEARTBEATS_STREAM, HEARTBEAT_SUBJECTS),
-    readLastPerSubject(nc, DECLARATIONS_STREAM, DECLARATION_SUBJECTS),
+    latest(nc, REPORTS_STREAM, REPORTS_SUBJECTS),
+    latest(nc, HEARTBEATS_STREAM, HEARTBEAT_SUBJECTS),
+    latest(nc, DECLARATIONS_STREAM, DECLARATION_SUBJECTS),
   ]);
   return {
     reports: await Promise.all(reports.map((m) => reportSeen(m, options.verifyReport))),
     heartbeats: beats.map((m) => {
-      const beat = parse(m.data);
-      return { node: nodeOf(m.subject), storedAtMs: m.storedAtMs, ...(typeof beat === 'object' && beat !== null ? { beat: beat as HeartbeatSeen['beat'] } : {}) };
+      const beat = parse(m.bytes);
+      return { node: nodeOf(m.subject), storedAtMs: Date.parse(m.storedAt), ...(typeof beat === 'object' && beat !== null ? { beat: beat as HeartbeatSeen['beat'] } : {}) };
     }),
     // A deleted or purged key leaves a marker without data: the mesh says nothing to that node now.
-    keys: keys.filter((m) => m.data.length > 0 && !m.headers?.['KV-Operation']).map((m) => keySeen(m)),
+    keys: keys.filter((m) => m.bytes.length > 0).map((m) => keySeen(m)),
   };
 }
 
-async function reportSeen(message: LastMessage, verify: ReportVerifier | undefined): Promise<ReportSeen> {
+async function reportSeen(message: LatestMessage, verify: ReportVerifier | undefined): Promise<ReportSeen> {
   const node = nodeOf(message.subject);
-  const value = parse(message.data) as ReportSeen['report'] | undefined;
+  const value = parse(message.bytes) as ReportSeen['report'] | undefined;
   const readable = typeof value === 'object' && value !== null && typeof value.outcome === 'string' && typeof value.finishedAt === 'string';
   return {
     node,
-    storedAtMs: message.storedAtMs,
+    storedAtMs: Date.parse(message.storedAt),
     ...(readable ? { report: value } : {}),
     ...(verify ? { signature: await verify(node, message) } : {}),
   };
 }
 
-function keySeen(message: LastMessage): KeySeen {
+function keySeen(message: LatestMessage): KeySeen {
   const node = nodeOf(message.subject);
-  const envelope = parse(message.data);
+  const envelope = parse(message.bytes);
   if (!isEnvelope(envelope)) return { node };
   const payload = Buffer.from(envelope.payload, 'base64');
   const declaration = parse(payload) as { epoch?: unknown; sequence?: unknown } | undefined;
