@@ -12,6 +12,7 @@ import type { Clock } from '../system/clock.js';
 import type { Logger } from '../system/log.js';
 import { orderProblem } from './order.js';
 import { sayApplyDetail } from './say.js';
+import { planDiffs } from './diff.js';
 import { fingerprintOf, shouldSpeak } from '../report/speak.js';
 import type { ManagerChoice } from '../services/choose.js';
 import { serviceRuntime } from '../services/runtime.js';
@@ -48,6 +49,8 @@ export interface ApplyRequest {
   onPlan?: (plan: Plan) => void;
   /** Said in the report (a repair of the recorded mode, say). */
   said?: string[];
+  /** The plan carries a unified diff of each file whose content changes (`--diff`). */
+  diff?: boolean;
 }
 
 export type ApplyResult =
@@ -106,7 +109,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       ...(services ? { services } : {}),
     };
     const planned = await planDeclaration(declaration, ctx, env.handlers);
-    const plan: Plan = { steps: planSteps(planned) };
+    const plan: Plan = { steps: planSteps(planned), ...(request.diff ? { diffs: await planDiffs(planned, fs) } : {}) };
     request.onPlan?.(plan);
     if (planned.problems.length > 0) {
       return {

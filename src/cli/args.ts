@@ -15,6 +15,8 @@ export interface CommandSpec {
   args: string[];
   /** Option names (beyond the program's globals) this command accepts. */
   options: string[];
+  /** Its logs are JSON lines on stdout, for the journal (the daemon); every other command logs to stderr. */
+  logsToStdout?: boolean;
 }
 
 export interface ProgramSpec {

@@ -62,8 +62,9 @@ async function dispatch(spec: ProgramSpec, commands: CommandTable, argv: readonl
     process.stderr.write(`${spec.name}: --log-level must be one of ${LOG_LEVELS.join(', ')}\n${usage(spec, parsed.command)}\n`);
     return EXIT.usage;
   }
-  // Under --json, stdout carries exactly one document: logs step aside to stderr.
-  const stream = json ? 'stderr' : 'stdout';
+  // A command's stdout is only its output (a plan, a report, one JSON document under --json): its logs
+  // go to stderr. The daemon has no output but its logs, JSON lines on stdout for the journal.
+  const stream = spec.commands[parsed.command]!.logsToStdout && !json ? 'stdout' : 'stderr';
   const log = await createLogger({ level, stream, pretty: Boolean(process[stream].isTTY) });
   const ctx: CommandContext = {
     args: parsed.args,

@@ -19,7 +19,10 @@ const options: Record<string, OptionSpec> = {
   'tls-key': { type: 'string', value: 'FILE', help: 'the client certificate\'s key' },
   node: { type: 'string', value: 'NODE', help: 'a node id' },
   follow: { type: 'boolean', help: 'keep following' },
+  diff: { type: 'boolean', help: 'show a unified diff of each file whose content changes (never of a sensitive one)' },
+  'detailed-exitcodes': { type: 'boolean', help: '0 nothing changed, 2 changes applied (or planned), 4 failures, 6 both' },
 };
+const oneShot = ['dry-run', 'diff', 'detailed-exitcodes'];
 
 const globals = ['json', 'log-level'];
 const linkOptions = ['server', 'creds', 'nkey', 'tls-ca', 'tls-cert', 'tls-key'];
@@ -32,11 +35,11 @@ export const meshHostProgram: ProgramSpec = {
   globals: hostGlobals,
   commands: {
     inventory: { summary: 'capabilities with reason and method, and links', args: [], options: [] },
-    apply: { summary: 'apply a declaration from a file (a machine the mesh has not spoken to)', args: ['FILE'], options: ['dry-run'] },
+    apply: { summary: 'apply a declaration from a file (a machine the mesh has not spoken to)', args: ['FILE'], options: oneShot },
     status: { summary: 'mode, last applied, report sequence, footprint, held, last outcome', args: [], options: [] },
-    genesis: { summary: 'enrol this machine from a genesis bundle', args: ['BUNDLE'], options: ['mode', 'dry-run'] },
-    reconcile: { summary: 'apply what the mesh last said again', args: [], options: ['dry-run'] },
-    run: { summary: 'the daemon: link, reconcile timer, worker, outbox', args: [], options: [] },
+    genesis: { summary: 'enrol this machine from a genesis bundle', args: ['BUNDLE'], options: ['mode', ...oneShot] },
+    reconcile: { summary: 'apply what the mesh last said again', args: [], options: oneShot },
+    run: { summary: 'the daemon: link, reconcile timer, worker, outbox', args: [], options: [], logsToStdout: true },
     chart: { summary: 'the lifecycle machine, for review', args: [], options: ['format'] },
   },
 };

@@ -31,6 +31,7 @@ export const FileResource = Type.Object(
     owner: Type.Optional(Account),
     group: Type.Optional(Account),
     take: Type.Optional(Take),
+    sensitive: Type.Optional(Type.Boolean({ description: 'the content is never shown: not in a diff, a plan, a log or a report' })),
   },
   { additionalProperties: false },
 );

@@ -8,6 +8,14 @@ export type Outcome = 'converged' | 'failed' | 'refused';
 
 export interface Plan {
   steps: Step[];
+  /** With `--diff`: a unified diff of each file whose content changes (never of a sensitive one). */
+  diffs?: FileDiff[];
+}
+
+export interface FileDiff {
+  resource: string;
+  target: string;
+  diff: string;
 }
 
 /** What the speak fingerprint is taken from; a field not yet known is empty, never invented. */
@@ -18,7 +26,7 @@ export interface Facts {
   foundFirewall: unknown;
 }
 
-/** One per apply (DESIGN §10). */
+/** One per apply: what was done, found and said, as data. */
 export interface Report {
   node: string;
   /** The host's own report sequence. */
@@ -48,7 +56,11 @@ export function formatStep(step: Step): string {
 export function formatPlan(plan: Plan): string {
   if (plan.steps.length === 0) return 'plan: nothing declared, nothing to do';
   const changing = plan.steps.filter((s) => s.actions.length > 0).length;
-  return [`plan: ${changing} of ${plan.steps.length} step${plan.steps.length === 1 ? '' : 's'} to take`, ...plan.steps.map((s) => `  ${formatStep(s)}`)].join('\n');
+  return [
+    `plan: ${changing} of ${plan.steps.length} step${plan.steps.length === 1 ? '' : 's'} to take`,
+    ...plan.steps.map((s) => `  ${formatStep(s)}`),
+    ...(plan.diffs ?? []).map((d) => d.diff),
+  ].join('\n');
 }
 
 export function formatReport(report: Report): string {

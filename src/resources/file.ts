@@ -9,6 +9,9 @@ import { foundVerdict, HELD_REASON, metaDrift, observe, ownRecord, type Wanted }
 import { PathRefused } from './rooted-fs.js';
 import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
 
+/** What the plan and the report say of a sensitive file's content change. */
+export const SENSITIVE_CHANGE = 'content (sensitive, not shown)';
+
 const contentOf = (r: FileResource) => Buffer.from(r.content, r.encoding === 'base64' ? 'base64' : 'utf8');
 
 const digestOf = (content: Buffer) => hash('sha256', content, 'base64');
@@ -145,7 +148,8 @@ async function drifted(resource: FileResource, ctx: ConvergeContext, st: Stats, 
   const actions: string[] = [];
   const current = st.size === content.length ? ctx.fs.readFile(resource.path, st.size) : undefined;
   if (current === undefined || !current.equals(content)) {
-    actions.push(await contentChange(current ?? ctx.fs.readFile(resource.path, st.size), content));
+    // A sensitive file's change is said without a hint of its content, not even its line counts.
+    actions.push(resource.sensitive ? SENSITIVE_CHANGE : await contentChange(current ?? ctx.fs.readFile(resource.path, st.size), content));
   }
   actions.push(...metaDrift(st, want, ctx.accounts));
   // A hard link planted at the name would share our inode: the write replaces the name, never the inode.

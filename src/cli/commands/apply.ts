@@ -28,6 +28,7 @@ export async function applyCommand(ctx: CommandContext): Promise<number> {
       trigger: 'apply',
       dryRun,
       mayChangeMode: false,
+      diff: ctx.flags.diff === true,
       onPlan: (plan) => {
         if (!ctx.json) ctx.print(formatPlan(plan));
       },
@@ -36,17 +37,28 @@ export async function applyCommand(ctx: CommandContext): Promise<number> {
   });
 }
 
-/** Prints a result as §10 shapes it and turns it into the exit status. */
+/** Prints a result (the plan, then the report) and turns it into the exit status. */
 export function finish(ctx: CommandContext, result: ApplyResult): number {
+  const detailed = ctx.flags['detailed-exitcodes'] === true;
   switch (result.kind) {
     case 'planned':
       if (ctx.json) ctx.print(JSON.stringify({ plan: result.plan }, null, 2));
-      return EXIT.ok;
+      return detailed ? detailedExitCode({ changed: result.plan.steps.some((s) => s.actions.length > 0), failed: false }) : EXIT.ok;
     case 'applied':
     case 'silent':
       ctx.print(ctx.json ? JSON.stringify({ plan: result.plan, report: result.report }, null, 2) : formatReport(result.report));
+      if (detailed) return detailedExitCode({ changed: result.report.steps.some((s) => s.status === 'done'), failed: result.report.outcome !== 'converged' });
       return result.report.outcome === 'converged' ? EXIT.ok : EXIT.failed;
     case 'refused':
       throw refused(result.reason, result.details);
   }
+}
+
+/**
+ * `--detailed-exitcodes`, Puppet's convention, for scripts that must tell "nothing to do" from "did
+ * something": 0 nothing changed, 2 changes applied (or planned, in a dry run), 4 failures, 6 both.
+ * A refusal keeps its own status (3): nothing was touched.
+ */
+export function detailedExitCode(result: { changed: boolean; failed: boolean }): number {
+  return (result.changed ? 2 : 0) + (result.failed ? 4 : 0);
 }

@@ -50,6 +50,7 @@ export async function genesisCommand(ctx: CommandContext): Promise<number> {
       dryRun,
       mayChangeMode: false,
       said,
+      diff: ctx.flags.diff === true,
       onPlan: (plan) => {
         if (!ctx.json) ctx.print(formatPlan(plan));
       },

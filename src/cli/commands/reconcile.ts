@@ -51,6 +51,7 @@ export async function reconcileCommand(ctx: CommandContext): Promise<number> {
       dryRun: ctx.flags['dry-run'] === true,
       mayChangeMode,
       said,
+      diff: ctx.flags.diff === true,
       onPlan: (plan) => {
         if (!ctx.json) ctx.print(formatPlan(plan));
       },

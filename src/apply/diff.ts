@@ -1,0 +1,38 @@
+import type { Plan as Planned } from '../resources/converge.js';
+import type { RootedFs } from '../resources/rooted-fs.js';
+import type { FileDiff } from '../report/report.js';
+
+/** Larger files, and anything with a NUL byte, are not shown line by line: only their sizes. */
+const MAX_DIFF_BYTES = 1 << 20;
+const isText = (b: Buffer) => b.length < MAX_DIFF_BYTES && !b.includes(0);
+
+/**
+ * A unified diff of every file whose content the plan changes (`--diff`): what is there now against
+ * what is declared. Read only when asked, after the check and before anything is touched. A file
+ * marked sensitive never has its content shown: its entry says so and nothing more.
+ */
+export async function planDiffs(planned: Planned, fs: RootedFs): Promise<FileDiff[]> {
+  const diffs: FileDiff[] = [];
+  for (const item of planned.items) {
+    if (item.kind !== 'resource' || item.resource.type !== 'file') continue;
+    const { step } = item.checked;
+    if (!step.actions.some((a) => a === 'create' || a.startsWith('content'))) continue;
+    const resource = item.resource;
+    const entry = { resource: resource.id, target: resource.path };
+    if (resource.sensitive) {
+      diffs.push({ ...entry, diff: `${resource.path}: sensitive; the content is not shown` });
+      continue;
+    }
+    const after = Buffer.from(resource.content, resource.encoding === 'base64' ? 'base64' : 'utf8');
+    const st = fs.lstat(resource.path);
+    const before = st?.isFile() ? fs.readFile(resource.path, st.size) : Buffer.alloc(0);
+    if (!isText(before) || !isText(after)) {
+      diffs.push({ ...entry, diff: `Binary content of ${resource.path} differs (${before.length} → ${after.length} bytes)` });
+      continue;
+    }
+    const { createTwoFilesPatch } = await import('diff');
+    const from = st?.isFile() ? `a${resource.path}` : '/dev/null';
+    diffs.push({ ...entry, diff: createTwoFilesPatch(from, `b${resource.path}`, before.toString('utf8'), after.toString('utf8'), '', '', { context: 3 }).replace(/^=+\n/, '').trimEnd() });
+  }
+  return diffs;
+}
