@@ -4,6 +4,7 @@ import type { Mode } from '../declaration/schema.js';
 import type { Accounts } from '../resources/accounts.js';
 import { applyPlan, planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
 import { RootedFs } from '../resources/rooted-fs.js';
+import { WriteBatch } from '../resources/write-batch.js';
 import type { ConvergeContext, StepResult } from '../resources/types.js';
 import type { Facts, Plan, Report, Trigger } from '../report/report.js';
 import type { Store } from '../store/store.js';
@@ -96,6 +97,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
   try {
     const ctx: ConvergeContext = {
       fs,
+      writes: new WriteBatch(fs, (intent) => store.intend(intent)),
       store,
       accounts: env.accounts,
       log: env.log,

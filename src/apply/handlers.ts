@@ -7,6 +7,7 @@ const service = () => import('../services/service.js').then((m) => m.serviceHand
 const lazyService: ResourceHandler<ServiceResource> = {
   converge: async (resource, ctx, apply) => (await service()).converge(resource, ctx, apply),
   remove: async (record, ctx, apply) => (await service()).remove(record, ctx, apply),
+  prepare: async (resources, removing, ctx) => (ctx.services ? (await service()).prepare!(resources, removing, ctx) : undefined),
   verify: async (ctx) => (ctx.services ? (await service()).verify!(ctx) : []),
 };
 

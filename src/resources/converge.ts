@@ -1,9 +1,9 @@
 import type { Declaration, Resource } from '../declaration/schema.js';
 import type { ResourceRecord } from '../store/state.js';
-import { queryUnits } from '../services/runtime.js';
 import { directoryHandler } from './directory.js';
 import { fileHandler } from './file.js';
 import type { Checked, ConvergeContext, ResourceHandler, Step, StepResult } from './types.js';
+import { yielder } from './yielder.js';
 
 /** The handlers by resource type. Archive and service handlers join as their issues land. */
 export type HandlerTable = Partial<{ [T in Resource['type']]: ResourceHandler<Extract<Resource, { type: T }>> }>;
@@ -55,19 +55,32 @@ export async function planDeclaration(declaration: Declaration, ctx: ConvergeCon
   const items: PlanItem[] = [];
   const removals = recordsToRemove(declaration, ctx);
   for (const record of removals) ctx.removing.add(record.target);
-  // Every unit the apply needs, in one batched read of the service manager.
-  const units = [...removals.filter((r) => r.type === 'service').map((r) => r.target), ...declaration.resources.flatMap((r) => (r.type === 'service' ? [r.unit] : []))];
-  if (ctx.services && units.length > 0) await queryUnits(ctx.services, units);
+  await prepareHandlers(declaration.resources, removals, ctx, handlers);
+  // The check of a large declaration is long synchronous work (lstat, compare): it yields between
+  // resources every few milliseconds, so the daemon keeps answering.
+  const pause = yielder();
   for (const record of removals) {
     items.push({ kind: 'remove', record, checked: await handlerFor(handlers, record.type).remove(record, ctx, false) });
+    await pause();
   }
   for (const resource of declaration.resources) {
     items.push({ kind: 'resource', resource, checked: await handlerFor(handlers, resource.type).converge(resource, ctx, false) });
+    await pause();
   }
   const problems = items
     .filter((item) => item.checked.problem !== undefined)
     .map((item) => ({ resource: item.checked.step.resource, target: item.checked.step.target, message: item.checked.problem! }));
   return { items, problems };
+}
+
+/** Each handler reads what it needs once, for all its resources (services: one batched unit query). */
+async function prepareHandlers(resources: Resource[], removals: ResourceRecord[], ctx: ConvergeContext, handlers: HandlerTable): Promise<void> {
+  for (const [type, handler] of Object.entries(handlers) as Array<[Resource['type'], ResourceHandler | undefined]>) {
+    if (!handler?.prepare) continue;
+    const mine = resources.filter((r) => r.type === type);
+    const leaving = removals.filter((r) => r.type === type);
+    if (mine.length > 0 || leaving.length > 0) await handler.prepare(mine, leaving, ctx);
+  }
 }
 
 export function planSteps(plan: Plan): Step[] {
@@ -84,35 +97,68 @@ export interface ApplyOutcome {
 
 /**
  * Carries a plan out in its order. A step is checked again just before it is applied, unless nothing
- * has changed since the plan looked (the no-op path reads the machine once). The first failure stops
- * the apply: every later step is reported skipped, by name.
+ * has changed since the plan looked (the no-op path reads the machine once). Handlers stage their
+ * writes in ctx.writes; the batch is committed when it is full, before a handler that does not write
+ * through it, after the removals (a path removed is gone before anything is made there) and at the
+ * end. A failure stops the apply: the batch staged so far is committed, every later step is reported
+ * skipped, by name. A write that fails at commit fails its own step.
  */
 export async function applyPlan(plan: Plan, ctx: ConvergeContext, handlers: HandlerTable): Promise<ApplyOutcome> {
   const steps: StepResult[] = [];
+  const stepOfResource = new Map<string, StepResult>();
   let error: ApplyOutcome['error'];
   let changed = false;
-  for (const item of plan.items) {
+  const pause = yielder();
+  const commit = async () => {
+    if (ctx.writes.empty) return;
+    const { failed, amended } = await ctx.writes.commit();
+    for (const [resource, amendment] of amended) {
+      const step = stepOfResource.get(resource);
+      if (step) Object.assign(step, amendment.actions ? { actions: amendment.actions } : {}, amendment.detail ? { detail: amendment.detail } : {});
+    }
+    for (const { resource, error: err } of failed) {
+      const step = stepOfResource.get(resource);
+      if (step) Object.assign(step, { status: 'failed', detail: err.message });
+      error ??= { resource, message: err.message };
+    }
+  };
+  for (const [index, item] of plan.items.entries()) {
     const planned = item.checked;
+    if (index > 0 && item.kind === 'resource' && plan.items[index - 1]!.kind === 'remove') await commit();
     if (error) {
       steps.push({ ...planned.step, status: 'skipped', detail: `skipped: ${error.resource} failed before it` });
       continue;
     }
     if (!changed && (planned.verb === 'none' || planned.verb === 'hold')) {
+      if (planned.remember) ctx.store.record(planned.remember);
       steps.push({ ...planned.step, status: statusOf(planned), ...(planned.detail ? { detail: planned.detail } : {}) });
+      await pause();
       continue;
     }
     try {
       const handler = handlerFor(handlers, item.kind === 'remove' ? item.record.type : item.resource.type);
+      if (!handler.batched) await commit();
+      if (error) {
+        steps.push({ ...planned.step, status: 'skipped', detail: `skipped: ${(error as { resource: string }).resource} failed before it` });
+        continue;
+      }
       const done = item.kind === 'remove' ? await handler.remove(item.record, ctx, true) : await handler.converge(item.resource, ctx, true);
       if (done.problem !== undefined) throw new Error(done.problem);
-      steps.push({ ...done.step, status: statusOf(done), ...(done.detail ? { detail: done.detail } : {}) });
+      if (done.remember) ctx.store.record(done.remember);
+      const step: StepResult = { ...done.step, status: statusOf(done), ...(done.detail ? { detail: done.detail } : {}) };
+      steps.push(step);
+      stepOfResource.set(step.resource, step);
       if (done.verb !== 'none' && done.verb !== 'hold') changed = true;
     } catch (err) {
       const message = (err as Error).message;
       error = { resource: planned.step.resource, message };
       steps.push({ ...planned.step, status: 'failed', detail: message });
+      await commit();
     }
+    if (ctx.writes.full) await commit();
+    await pause();
   }
+  await commit();
   // Checks that need the steps done first (the services' second look) run even after a failure:
   // the units acted on before it are on the machine either way, and the report must say how they are.
   for (const handler of new Set(Object.values(handlers))) {

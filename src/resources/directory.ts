@@ -5,6 +5,7 @@ import { PathRefused } from './rooted-fs.js';
 import { stepOf, type Checked, type ResourceHandler } from './types.js';
 
 export const directoryHandler: ResourceHandler<DirectoryResource> = {
+  batched: true,
   async converge(resource, ctx, apply): Promise<Checked> {
     const path = resource.path;
     const step = (actions: string[]) => stepOf(resource, path, actions);
@@ -13,8 +14,9 @@ export const directoryHandler: ResourceHandler<DirectoryResource> = {
     const { want, st } = seen;
     if (st === undefined) {
       if (apply) {
-        ctx.fs.mkdir(path, want.mode, want.uid, want.gid);
-        ctx.store.record({ id: resource.id, type: 'directory', target: path, origin: ctx.origin, created: true, appliedAt: ctx.now() });
+        const change = ctx.writes.change(resource.id);
+        change.makeDirectory(path, want);
+        change.whenDurable(() => ctx.store.record({ id: resource.id, type: 'directory', target: path, origin: ctx.origin, created: true, appliedAt: ctx.now() }));
       }
       return { step: step(['create']), verb: 'create' };
     }
@@ -26,16 +28,18 @@ export const directoryHandler: ResourceHandler<DirectoryResource> = {
     if (!record) {
       if (foundVerdict(resource, ctx) === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
       if (apply) {
-        if (drift.length > 0) ctx.fs.setDirectoryMeta(path, want.mode, want.uid, want.gid);
+        const change = ctx.writes.change(resource.id);
+        if (drift.length > 0) change.setMeta(path, want, 'directory');
         const original = { kind: 'directory' as const, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
-        ctx.store.record({ id: resource.id, type: 'directory', target: path, origin: ctx.origin, created: false, original, appliedAt: ctx.now() });
+        change.whenDurable(() => ctx.store.record({ id: resource.id, type: 'directory', target: path, origin: ctx.origin, created: false, original, appliedAt: ctx.now() }));
       }
       return { step: step(['take', ...drift]), verb: 'take', detail: 'found here; taken over, its mode and owner kept' };
     }
     if (drift.length === 0) return { step: step([]), verb: 'none' };
     if (apply) {
-      ctx.fs.setDirectoryMeta(path, want.mode, want.uid, want.gid);
-      ctx.store.record({ ...record, origin: ctx.origin, appliedAt: ctx.now() });
+      const change = ctx.writes.change(resource.id);
+      change.setMeta(path, want, 'directory');
+      change.whenDurable(() => ctx.store.record({ ...record, origin: ctx.origin, appliedAt: ctx.now() }));
     }
     return { step: step(drift), verb: 'update' };
   },
@@ -55,8 +59,9 @@ export const directoryHandler: ResourceHandler<DirectoryResource> = {
     if (record.original) {
       const { mode, uid, gid } = record.original;
       if (apply) {
-        ctx.fs.setDirectoryMeta(record.target, mode, uid, gid);
-        ctx.store.forget(record.id);
+        const change = ctx.writes.change(record.id);
+        change.setMeta(record.target, { mode, uid, gid }, 'directory');
+        change.whenDurable(() => ctx.store.forget(record.id));
       }
       return { step: stepOf(record, record.target, ['remove', 'original mode and owner given back']), verb: 'remove', detail: 'taken over: left in place with its original mode and owner' };
     }
@@ -64,11 +69,12 @@ export const directoryHandler: ResourceHandler<DirectoryResource> = {
       // The plan cannot know whether the removals before it empty the directory; the apply says.
       return { step: stepOf(record, record.target, ['remove']), verb: 'remove' };
     }
-    const removed = ctx.fs.rmdir(record.target);
-    ctx.store.forget(record.id);
-    if (!removed) {
-      return { step: stepOf(record, record.target, ['leave']), verb: 'leave', detail: `${record.target} holds what others put there; left in place` };
-    }
+    const change = ctx.writes.change(record.id);
+    change.removeDirectory(record.target);
+    change.whenDurable((done) => {
+      ctx.store.forget(record.id);
+      if (done.left.length > 0) return { verb: 'leave', actions: ['leave'], detail: `${record.target} holds what others put there; left in place` };
+    });
     return { step: stepOf(record, record.target, ['remove']), verb: 'remove' };
   },
 };

@@ -1,10 +1,10 @@
 import { createHash, hash } from 'node:crypto';
-import { writeFileSync, readFileSync, unlinkSync, mkdirSync } from 'node:fs';
+import { readFileSync, unlinkSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Stats } from 'node:fs';
 import type { FileResource } from '../declaration/schema.js';
 import type { ResourceRecord, SeenFile } from '../store/state.js';
-import { fsyncDirectory } from '../store/durable.js';
+import { writeDurably } from '../store/durable.js';
 import { foundVerdict, HELD_REASON, metaDrift, observe, ownRecord, type Wanted } from './ownership.js';
 import { PathRefused } from './rooted-fs.js';
 import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
@@ -43,12 +43,13 @@ async function contentChange(before: Buffer, after: Buffer): Promise<string> {
 function keepOriginal(ctx: ConvergeContext, resource: FileResource, st: Stats): ResourceRecord['original'] {
   const copy = createHash('sha256').update(resource.path).digest('hex');
   mkdirSync(ctx.takenDir, { recursive: true, mode: 0o700 });
-  writeFileSync(join(ctx.takenDir, copy), ctx.fs.readFile(resource.path, st.size), { mode: 0o600 });
-  fsyncDirectory(ctx.takenDir);
+  // Durable before the batch that replaces the file is staged: the original is never lost.
+  writeDurably(join(ctx.takenDir, copy), ctx.fs.readFile(resource.path, st.size), 0o600);
   return { kind: 'file', mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, copy };
 }
 
 export const fileHandler: ResourceHandler<FileResource> = {
+  batched: true,
   async converge(resource, ctx, apply): Promise<Checked> {
     const path = resource.path;
     const step = (actions: string[]) => stepOf(resource, path, actions);
@@ -58,19 +59,17 @@ export const fileHandler: ResourceHandler<FileResource> = {
     const content = contentOf(resource);
     const record = ownRecord(ctx, resource.id, 'file', path);
     const digest = digestOf(content);
-    /** Writes the file and returns what it now looks like, for the next apply's stat compare. */
-    const write = (w: Wanted): SeenFile => {
-      ctx.fs.writeFile(path, content, w.mode, w.uid, w.gid);
+    /** Stages the write; the record is made once the file is durably there, with how it looks then. */
+    const write = (w: Wanted, creates: boolean, record: (seen: SeenFile) => ResourceRecord) => {
+      const change = ctx.writes.change(resource.id);
+      change.writeFile(path, content, w, { creates });
+      change.whenDurable((done) => ctx.store.record(record(seenOf(done.statOf(path)!, digest))));
       ctx.changedFiles.add(resource.id);
       ctx.changedPaths.add(path);
-      return seenOf(ctx.fs.lstat(path)!, digest);
     };
 
     if (st === undefined) {
-      if (apply) {
-        const seen = write(want);
-        ctx.store.record({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: true, seen, appliedAt: ctx.now() });
-      }
+      if (apply) write(want, true, (seen) => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: true, seen, appliedAt: ctx.now() }));
       return { step: step(['create']), verb: 'create' };
     }
     if (st.isSymbolicLink() && !record) {
@@ -86,8 +85,9 @@ export const fileHandler: ResourceHandler<FileResource> = {
       const drift = await drifted(resource, ctx, st, content, want);
       if (apply) {
         const original = keepOriginal(ctx, resource, st);
-        const seen = drift.length > 0 ? write(want) : seenOf(st, digest);
-        ctx.store.record({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: false, original, seen, appliedAt: ctx.now() });
+        const taken = (seen: SeenFile): ResourceRecord => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: false, original, seen, appliedAt: ctx.now() });
+        if (drift.length > 0) write(want, false, taken);
+        else ctx.store.record(taken(seenOf(st, digest)));
       }
       return { step: step(['take', ...drift]), verb: 'take', detail: 'found here; taken over, the original kept' };
     }
@@ -98,14 +98,10 @@ export const fileHandler: ResourceHandler<FileResource> = {
     }
     const drift = st.isSymbolicLink() ? ['symbolic link replaced by the file'] : await drifted(resource, ctx, st, content, want);
     if (drift.length === 0) {
-      // Read whole and found as declared (touched, or not seen yet): remember how it looks now.
-      ctx.store.record({ ...record, seen: seenOf(st, digest) });
-      return { step: step([]), verb: 'none' };
+      // Read whole and found as declared (touched, or not seen yet): the apply remembers how it looks now.
+      return { step: step([]), verb: 'none', remember: { ...record, seen: seenOf(st, digest) } };
     }
-    if (apply) {
-      const seen = write(want);
-      ctx.store.record({ ...record, origin: ctx.origin, seen, appliedAt: ctx.now() });
-    }
+    if (apply) write(want, false, (seen) => ({ ...record, origin: ctx.origin, seen, appliedAt: ctx.now() }));
     return { step: step(drift), verb: 'update' };
   },
 
@@ -122,9 +118,12 @@ export const fileHandler: ResourceHandler<FileResource> = {
       const original = record.original;
       const copyPath = join(ctx.takenDir, original.copy!);
       if (apply) {
-        ctx.fs.writeFile(record.target, readFileSync(copyPath), original.mode, original.uid, original.gid);
-        unlinkSync(copyPath);
-        ctx.store.forget(record.id);
+        const change = ctx.writes.change(record.id);
+        change.writeFile(record.target, readFileSync(copyPath), original, { creates: st === undefined });
+        change.whenDurable(() => {
+          ctx.store.forget(record.id);
+          unlinkSync(copyPath);
+        });
       }
       return { step: stepOf(record, record.target, ['remove', 'original given back']), verb: 'remove', detail: 'the original taken over is given back' };
     }
@@ -137,8 +136,9 @@ export const fileHandler: ResourceHandler<FileResource> = {
       return { step: stepOf(record, record.target, ['leave']), verb: 'leave', detail: `${record.target} is no longer a regular file the host wrote; left as it is` };
     }
     if (apply) {
-      ctx.fs.unlink(record.target);
-      ctx.store.forget(record.id);
+      const change = ctx.writes.change(record.id);
+      change.removeFile(record.target);
+      change.whenDurable(() => ctx.store.forget(record.id));
     }
     return { step, verb: 'remove' };
   },

@@ -1,8 +1,4 @@
-import {
-  closeSync, constants, fchmodSync, fchownSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync,
-  readlinkSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats,
-} from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { closeSync, constants, lstatSync, openSync, readlinkSync, type Stats } from 'node:fs';
 import { posix } from 'node:path';
 import { readFully } from '../system/read.js';
 
@@ -11,6 +7,14 @@ export class PathRefused extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'PathRefused';
+  }
+}
+
+/** A directory on the way to a declared path is not there (a write cannot make its parents). */
+export class MissingDirectory extends Error {
+  constructor(readonly directory: string) {
+    super(`the directory ${directory} does not exist`);
+    this.name = 'MissingDirectory';
   }
 }
 
@@ -24,7 +28,8 @@ const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
  * way is opened O_DIRECTORY|O_NOFOLLOW from the one above it, and the last component is reached by
  * /proc/self/fd/DIR/NAME, so a link planted at or above a declared path is refused, not followed, and
  * a directory swapped after it was opened cannot redirect a write. Opened directories are cached for
- * the life of one apply (close() ends it).
+ * one batch of writes (releaseDirectories) and at most one apply (close). Writes go through the apply's
+ * WriteBatch (write-batch.ts), which reaches every name through these pinned descriptors.
  *
  * Reads for the check (lstat, content) go by real paths whose every directory was lstat'd once in this
  * apply and found to be a directory, not a link, with O_NOFOLLOW on the last component: no descriptor
@@ -148,7 +153,7 @@ export class RootedFs {
   /** Reads a regular file without following a link at its name. */
   readFile(path: string, size: number): Buffer {
     const parent = this.readable(path);
-    if (parent.kind !== 'dir') throw new Error(`the directory ${parent.missing} does not exist`);
+    if (parent.kind !== 'dir') throw new MissingDirectory(parent.missing);
     const fd = openSync(`${parent.real}/${posix.basename(path)}`, constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
       return readFully(fd, size);
@@ -159,93 +164,54 @@ export class RootedFs {
 
   private requireParent(path: string): number {
     const parent = this.parent(path);
-    if (parent.kind !== 'dir') throw new Error(`the directory ${parent.missing} does not exist`);
+    if (parent.kind !== 'dir') throw new MissingDirectory(parent.missing);
     return parent.fd;
   }
 
   /**
-   * Replaces a file atomically: a fresh temporary (O_EXCL|O_NOFOLLOW) in the same directory, owner
-   * and mode set on it, fsynced, renamed over the name, the directory fsynced. A hard link planted at
-   * the name keeps its own inode; a symbolic link at the name is replaced, never written through.
+   * Runs a write on a declared path through its directory's pinned descriptor: `at` is the path's own
+   * name there, `atName(n)` another name in the same directory (a temporary). For the write batch.
    */
-  writeFile(path: string, bytes: Uint8Array, mode: number, uid: number, gid: number): void {
-    const dir = this.requireParent(path);
-    const name = posix.basename(path);
-    const temporary = `.${name}.mesh-host-${randomBytes(6).toString('hex')}`;
-    const fd = openSync(at(dir, temporary), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    let renamed = false;
+  withParent<T>(path: string, fn: (at: string, atName: (name: string) => string) => Promise<T>): Promise<T> {
+    let dir: number;
     try {
-      let written = 0;
-      while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
-      fchownSync(fd, uid, gid);
-      fchmodSync(fd, mode);
-      fsyncSync(fd);
-      renameSync(at(dir, temporary), at(dir, name));
-      renamed = true;
-      fsyncSync(dir);
-    } finally {
-      closeSync(fd);
-      if (!renamed) {
-        try {
-          unlinkSync(at(dir, temporary));
-        } catch {
-          // nothing to clean
-        }
-      }
-    }
-  }
-
-  mkdir(path: string, mode: number, uid: number, gid: number): void {
-    const dir = this.requireParent(path);
-    mkdirSync(at(dir, posix.basename(path)), { mode: 0o700 });
-    this.setDirectoryMeta(path, mode, uid, gid);
-    fsyncSync(dir);
-  }
-
-  /** Mode and owner of a directory, through a descriptor opened without following a link. */
-  setDirectoryMeta(path: string, mode: number, uid: number, gid: number): void {
-    const fd = openSync(at(this.requireParent(path), posix.basename(path)), DIR_FLAGS);
-    try {
-      fchownSync(fd, uid, gid);
-      fchmodSync(fd, mode);
-    } finally {
-      closeSync(fd);
-    }
-  }
-
-  /** Mode and owner of a regular file in place (only for giving a taken original back). */
-  fileMeta(path: string): Stats {
-    const fd = openSync(at(this.requireParent(path), posix.basename(path)), constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      return fstatSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  }
-
-  unlink(path: string): void {
-    const dir = this.requireParent(path);
-    unlinkSync(at(dir, posix.basename(path)));
-    fsyncSync(dir);
-  }
-
-  /** Removes an empty directory; false when others filled it. */
-  rmdir(path: string): boolean {
-    const dir = this.requireParent(path);
-    try {
-      rmdirSync(at(dir, posix.basename(path)));
+      dir = this.requireParent(path);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOTEMPTY' || (err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-      throw err;
+      return Promise.reject(err);
     }
+    return fn(at(dir, posix.basename(path)), (name) => at(dir, name));
+  }
+
+  /**
+   * The name of a declared path (or of `sibling`, a name beside it) through its directory's pinned
+   * descriptor, for a synchronous removal at start; undefined when a directory on the way is missing.
+   */
+  pinned(path: string, sibling?: string): string | undefined {
+    const parent = this.parent(path);
+    return parent.kind === 'dir' ? at(parent.fd, sibling ?? posix.basename(path)) : undefined;
+  }
+
+  /** Runs fn with a declared directory's own pinned descriptor (to fsync it, or set its mode). */
+  withDirectory<T>(path: string, fn: (fd: number) => Promise<T>): Promise<T> {
+    const dir = this.directory(path);
+    if (dir.kind !== 'dir') return Promise.reject(new MissingDirectory(dir.missing));
+    return fn(dir.fd);
+  }
+
+  /** A directory removed: neither its descriptor nor its check may serve a later path. */
+  forgetDirectory(path: string): void {
     this.checked.delete(path);
     const cached = this.dirs.get(path);
     if (cached !== undefined) {
       closeSync(cached.fd);
       this.dirs.delete(path);
     }
-    fsyncSync(dir);
-    return true;
+  }
+
+  /** Closes the descriptors a batch opened; the next write opens (and pins) its directories again. */
+  releaseDirectories(): void {
+    for (const { fd } of this.dirs.values()) closeSync(fd);
+    this.dirs.clear();
   }
 
   close(): void {

@@ -4,6 +4,7 @@ import type { Origin, ResourceRecord } from '../store/state.js';
 import type { Logger } from '../system/log.js';
 import type { Accounts } from './accounts.js';
 import type { RootedFs } from './rooted-fs.js';
+import type { Amendment, WriteBatch } from './write-batch.js';
 import type { ServiceRuntime } from '../services/runtime.js';
 
 /** One step of a plan (DESIGN §10): no actions means nothing to do. */
@@ -31,11 +32,18 @@ export interface Checked {
   problem?: string;
   /** Said in the report beside the step (what was held, what was left). */
   detail?: string;
+  /**
+   * A record the check would refresh (a file read whole and found as declared: how it looks now).
+   * The check writes nothing: the apply records it, so a dry run leaves the store as it was.
+   */
+  remember?: ResourceRecord;
 }
 
 /** What converging (or removing) needs, passed in. */
 export interface ConvergeContext {
   fs: RootedFs;
+  /** Every change an apply makes on the machine is staged here and made durable together. */
+  writes: WriteBatch;
   store: Store;
   accounts: Accounts;
   log: Logger;
@@ -61,9 +69,18 @@ export interface ConvergeContext {
 export interface ResourceHandler<R extends Resource = Resource> {
   converge(resource: R, ctx: ConvergeContext, apply: boolean): Promise<Checked>;
   remove(record: ResourceRecord, ctx: ConvergeContext, apply: boolean): Promise<Checked>;
+  /**
+   * The handler's apply writes only through `ctx.writes`. Without it, the batch is committed before
+   * the handler applies (a service restarted for a file must find the file durably there).
+   */
+  batched?: boolean;
+  /** Read once before the check, for every resource of this type and every record it removes (one batched query). */
+  prepare?(resources: R[], removing: ResourceRecord[], ctx: ConvergeContext): Promise<void>;
   /** Read once the steps are done (the services' second look): failures fail their steps. */
   verify?(ctx: ConvergeContext): Promise<Array<{ resource: string; message: string }>>;
 }
+
+export type { Amendment };
 
 export function stepOf(resource: Resource | ResourceRecord, target: string, actions: string[]): Step {
   return { resource: resource.id, type: resource.type, target, actions };

@@ -130,6 +130,12 @@ export const serviceHandler: ResourceHandler<ServiceResource> = {
     return { step: stepOf(record, record.target, actions), verb: 'remove' };
   },
 
+  /** Every unit the apply needs (declared and removed), in one batched read of the service manager. */
+  async prepare(resources, removing, ctx) {
+    const units = [...removing.map((r) => r.target), ...resources.map((r) => r.unit)];
+    if (ctx.services && units.length > 0) await queryUnits(ctx.services, units);
+  },
+
   async verify(ctx) {
     return ctx.services ? secondLook(ctx.services) : [];
   },

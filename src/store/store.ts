@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Logger } from '../system/log.js';
 import { cannotStart } from '../system/errors.js';
 import { temporaryPrefix, writeDurably } from './durable.js';
+import { IntentJournal } from './intents.js';
 import { emptyState, type ResourceRecord, type StoreState } from './state.js';
 
 export const STATE_FILE = 'state.json';
@@ -28,6 +29,9 @@ export class Store {
   /** The records as last serialised: a no-op apply saves without serialising 10,000 records again. */
   private recordsJson: string | undefined;
   private quiesced = false;
+  private readonly intents: IntentJournal;
+  /** Intents a run left unsaved (a crash mid-apply), read at open: to be finished or undone, then cleared. */
+  readonly pendingIntents: unknown[];
 
   private constructor(
     readonly stateDir: string,
@@ -38,6 +42,20 @@ export class Store {
   ) {
     this.saved = { ...initial.records };
     this.working = initial;
+    this.intents = new IntentJournal(stateDir);
+    this.pendingIntents = this.intents.pending();
+  }
+
+  /** Records durably what an apply is about to make, before it makes it (see IntentJournal). */
+  async intend(intent: unknown): Promise<void> {
+    if (this.quiesced) throw new Error('the store is quiesced: nothing may be made after the host began to end');
+    await this.intents.append(intent);
+  }
+
+  /** The intents found at open are dealt with (every path recorded or undone): forget them, durably. */
+  clearIntents(): void {
+    this.intents.clear(this.pendingIntents.length > 0);
+    this.pendingIntents.length = 0;
   }
 
   /**
@@ -133,6 +151,9 @@ export class Store {
     writeDurably(join(this.stateDir, STATE_FILE), Buffer.from(`${JSON.stringify(rest).slice(0, -1)},"records":${this.recordsJson}}\n`));
     if (recordsChanged) this.saved = { ...this.working.records };
     this.marked.clear();
+    // The save records what this run's intents named: they are settled. (Intents found at open wait
+    // for their recovery, which clears them.)
+    if (this.pendingIntents.length === 0) this.intents.clear(false);
   }
 }
 

@@ -1,7 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Resource } from '../../src/declaration/schema.js';
+import type { FileResource, Resource } from '../../src/declaration/schema.js';
+import { BASE_HANDLERS } from '../../src/resources/converge.js';
+import { fileHandler } from '../../src/resources/file.js';
+import { stepOf, type ResourceHandler } from '../../src/resources/types.js';
 import { declaration, put, reportOf, testHost, type TestHost } from '../support/host.js';
 import { hashTree } from '../support/tree.js';
 
@@ -81,13 +84,30 @@ describe('converging directories and files', () => {
     expect(Object.keys(host.env.store.state.records).sort()).toEqual(['local', 'mine']);
   });
 
-  it('stops at the first failure and reports every later step skipped, and saves the store even so', async () => {
+  it('a write that fails fails its own step; its batch commits; the steps after the batch are skipped; the store is saved even so', async () => {
     host = testHost();
-    const d = declaration([file('ok', '/etc/ok', '1'), dir('deep', '/nope/deeper'), file('later', '/etc/later', '2')]);
+    const d = declaration([file('ok', '/etc/ok', '1'), dir('deep', '/nope/deeper'), file('same-batch', '/etc/same', '2')]);
     const report = reportOf(await host.apply(d));
     expect(report.outcome).toBe('failed');
-    expect(statuses(report)).toEqual(['ok:done', 'deep:failed', 'later:skipped']);
+    expect(statuses(report)).toEqual(['ok:done', 'deep:failed', 'same-batch:done']);
     expect(report.error).toEqual({ resource: 'deep', message: 'the directory /nope does not exist' });
+    host.reopen();
+    expect(Object.keys(host.env.store.state.records).sort()).toEqual(['ok', 'same-batch']);
+  });
+
+  it('stops at a step whose apply fails: what was staged before it commits, every later step is skipped', async () => {
+    // A file handler whose apply of one resource finds a problem (as a link planted after the plan would).
+    const failing: ResourceHandler<FileResource> = {
+      ...fileHandler,
+      converge: async (resource, ctx, apply) =>
+        apply && resource.id === 'broken' ? { step: stepOf(resource, resource.path, []), verb: 'none', problem: 'planted meanwhile' } : fileHandler.converge(resource, ctx, apply),
+    };
+    host = testHost({ handlers: { ...BASE_HANDLERS, file: failing } });
+    const d = declaration([file('ok', '/etc/ok', '1'), file('broken', '/etc/broken', '2'), file('later', '/etc/later', '3')]);
+    const report = reportOf(await host.apply(d));
+    expect(statuses(report)).toEqual(['ok:done', 'broken:failed', 'later:skipped']);
+    expect(report.error).toEqual({ resource: 'broken', message: 'planted meanwhile' });
+    expect(existsSync(at('/etc/ok'))).toBe(true);
     expect(existsSync(at('/etc/later'))).toBe(false);
     host.reopen();
     expect(Object.keys(host.env.store.state.records)).toEqual(['ok']);
