@@ -7,6 +7,7 @@ import { benchServices } from './services.js';
 import { benchLink } from './link.js';
 import { benchFleet } from './fleet.js';
 import { machine } from './stats.js';
+import { benchPeers } from './peers.js';
 
 const project = fileURLToPath(new URL('../../', import.meta.url));
 const only = process.argv[2];
@@ -37,7 +38,7 @@ const out = () => {
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet) runs one part and keeps the others.',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers) runs one part and keeps the others.',
       '',
       `Machine: ${machine()}`,
       '',
@@ -69,6 +70,13 @@ if (!only || only === 'link') {
 }
 if (!only || only === 'fleet') {
   sections.push(...(await benchFleet()), '');
+  out();
+}
+if (!only || only === 'peers') {
+  // PEERS_SIZES=1000 PEERS_ROUNDS=3 narrow it; Puppet alone takes minutes a round at 10,000 files.
+  const sizes = (process.env.PEERS_SIZES ?? '1000,10000').split(',').map(Number);
+  const rounds = Number(process.env.PEERS_ROUNDS ?? 3);
+  sections.push(...(await benchPeers({ sizes, rounds, puppetRounds: Number(process.env.PEERS_PUPPET_ROUNDS ?? 1) })), '');
   out();
 }
 console.error('docs/bench.md written');

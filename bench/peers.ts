@@ -1,0 +1,263 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fmt, median } from './stats.js';
+
+const project = fileURLToPath(new URL('../../', import.meta.url));
+const DIRS = 10;
+const MODE = 0o640;
+
+type Phase = 'first' | 'no-op' | 'drift';
+const PHASES: Phase[] = ['first', 'no-op', 'drift'];
+
+/** The same tree for every tool: N files of 1 KiB in 10 directories, under a base path. */
+function contentOf(i: number): string {
+  const head = `# file ${i}\n`;
+  const line = `key${i} = value\n`;
+  return (head + line.repeat(Math.ceil(1024 / line.length))).slice(0, 1023) + '\n';
+}
+
+const pathOf = (base: string, i: number) => `${base}/d${i % DIRS}/f${i}.conf`;
+
+interface Tool {
+  name: string;
+  /** Under which real directory its files land, and what it calls that place. */
+  run(phase: Phase): void;
+  /** The real path of file i. */
+  real(i: number): string;
+  /** Back to nothing, its own state included. */
+  reset(): void;
+}
+
+function timed(command: string, args: string[], env: Record<string, string> = {}, okCodes = [0]): void {
+  const r = spawnSync(command, args, { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 1 << 28 });
+  if (r.status === null || !okCodes.includes(r.status)) throw new Error(`${command} ${args.slice(0, 3).join(' ')}… exited ${r.status ?? r.signal}: ${(r.stderr || r.stdout).slice(-600)}`);
+}
+
+function meshHost(dir: string, n: number): Tool {
+  const root = join(dir, 'root');
+  const state = join(dir, 'state');
+  const decl = join(dir, 'decl.json');
+  const resources: object[] = [{ type: 'directory', id: 'base', path: '/srv/bench' }];
+  for (let d = 0; d < DIRS; d++) resources.push({ type: 'directory', id: `d${d}`, path: `/srv/bench/d${d}` });
+  for (let i = 0; i < n; i++) resources.push({ type: 'file', id: `f${i}`, path: pathOf('/srv/bench', i), content: contentOf(i), mode: '0640' });
+  writeFileSync(decl, JSON.stringify({ version: 1, node: 'bench', mode: 'converged', sequence: 1, resources }));
+  writeFileSync(join(dir, 'host.json'), JSON.stringify({ node: 'bench' }));
+  const reset = () => {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(state, { recursive: true, force: true });
+    mkdirSync(join(root, 'srv'), { recursive: true });
+  };
+  reset();
+  return {
+    name: 'mesh-host',
+    real: (i) => join(root, pathOf('/srv/bench', i)),
+    run: () => timed(process.execPath, [join(project, 'bin/mesh-host'), 'apply', decl, '--root', root, '--state-dir', state, '--config', join(dir, 'host.json'), '--log-level', 'warn']),
+    reset,
+  };
+}
+
+/** The bare-node floors: what Node alone costs to check these files and write the ones that differ. */
+function floor(dir: string, n: number, durable: boolean): Tool {
+  const root = join(dir, 'root');
+  const list = join(dir, 'list.json');
+  writeFileSync(list, JSON.stringify(Array.from({ length: n }, (_, i) => [join(root, pathOf('/srv/bench', i)), contentOf(i)])));
+  const script = join(dir, 'floor.mjs');
+  writeFileSync(script, `import { lstatSync, readFileSync, writeFileSync, chmodSync, mkdirSync, openSync, fsyncSync, closeSync } from 'node:fs';
+import { open, rename, chmod } from 'node:fs/promises';
+import { dirname } from 'node:path';
+const files = JSON.parse(readFileSync(${JSON.stringify(list)}, 'utf8'));
+const durable = ${durable};
+const write = [];
+const mode = [];
+const dirs = new Set(files.map(([p]) => dirname(p)));
+for (const d of dirs) mkdirSync(d, { recursive: true });
+for (const [path, content] of files) {
+  let st;
+  try { st = lstatSync(path); } catch { write.push([path, content]); continue; }
+  const bytes = Buffer.from(content);
+  if (st.size !== bytes.length || !readFileSync(path).equals(bytes)) write.push([path, content]);
+  else if ((st.mode & 0o7777) !== 0o640) mode.push(path);
+}
+if (!durable) {
+  for (const [path, content] of write) { writeFileSync(path, content, { mode: 0o640 }); chmodSync(path, 0o640); }
+  for (const path of mode) chmodSync(path, 0o640);
+} else {
+  // Temporaries written and fsynced concurrently, renamed, then each directory fsynced once.
+  let next = 0;
+  const lane = async () => {
+    while (next < write.length) {
+      const [path, content] = write[next++];
+      const h = await open(path + '.tmp', 'wx', 0o640);
+      await h.writeFile(content); await h.chmod(0o640); await h.sync(); await h.close();
+      await rename(path + '.tmp', path);
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, lane));
+  let m = 0;
+  const modeLane = async () => { while (m < mode.length) { const h = await open(mode[m++], 'r'); await h.chmod(0o640); await h.sync(); await h.close(); } };
+  await Promise.all(Array.from({ length: 32 }, modeLane));
+  const touched = new Set([...write.map(([p]) => dirname(p)), ...(write.length ? [dirname([...dirs][0])] : [])]);
+  await Promise.all([...touched].map(async (d) => { const h = await open(d, 'r'); await h.sync(); await h.close(); }));
+}
+`);
+  const reset = () => rmSync(root, { recursive: true, force: true });
+  reset();
+  return {
+    name: durable ? 'floor, durable (concurrent fsync)' : 'floor, plain (no fsync)',
+    real: (i) => join(root, pathOf('/srv/bench', i)),
+    run: () => timed(process.execPath, [script]),
+    reset,
+  };
+}
+
+function cfengine(dir: string, n: number): Tool {
+  const root = join(dir, 'root');
+  const work = join(dir, 'work');
+  const policy = join(dir, 'policy.cf');
+  const lines = ['body common control { bundlesequence => { "main" }; }', 'body perms m { mode => "0640"; rxdirs => "false"; }', 'bundle agent main {', '  files:'];
+  for (let i = 0; i < n; i++) lines.push(`    "${join(root, pathOf('/srv/bench', i))}" create => "true", perms => m, content => "${contentOf(i)}";`);
+  lines.push('}');
+  writeFileSync(policy, lines.join('\n'));
+  const reset = () => {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(work, { recursive: true, force: true });
+    for (let d = 0; d < DIRS; d++) mkdirSync(join(root, `srv/bench/d${d}`), { recursive: true });
+    // Its whole state under the work directory (-w), never /var/lib/cfengine3; it validates with cf-promises from there.
+    mkdirSync(join(work, 'bin'), { recursive: true });
+    symlinkSync('/usr/bin/cf-promises', join(work, 'bin/cf-promises'));
+  };
+  reset();
+  return {
+    name: 'CFEngine (in place, no fsync)',
+    real: (i) => join(root, pathOf('/srv/bench', i)),
+    run: () => timed('cf-agent', ['-K', '-I', '-w', work, '-f', policy]),
+    reset,
+  };
+}
+
+function puppet(dir: string, n: number): Tool {
+  const root = join(dir, 'root');
+  const site = join(dir, 'site.pp');
+  const lines: string[] = [];
+  for (let i = 0; i < n; i++) lines.push(`file { '${join(root, pathOf('/srv/bench', i))}': ensure => file, mode => '0640', content => "${contentOf(i).replace(/\n/g, '\\n')}" }`);
+  writeFileSync(site, lines.join('\n'));
+  // Every directory Puppet would write under /etc, /var or /run, moved under the scratch directory.
+  const dirs = ['confdir', 'vardir', 'logdir', 'rundir', 'publicdir', 'codedir'].flatMap((d) => [`--${d}`, join(dir, 'puppet', d)]);
+  const reset = () => {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(join(dir, 'puppet'), { recursive: true, force: true });
+    for (let d = 0; d < DIRS; d++) mkdirSync(join(root, `srv/bench/d${d}`), { recursive: true });
+  };
+  reset();
+  return {
+    name: 'Puppet',
+    real: (i) => join(root, pathOf('/srv/bench', i)),
+    // --detailed-exitcodes: 0 nothing changed, 2 changes made; 4/6 failures.
+    run: () => timed('puppet', ['apply', '--detailed-exitcodes', ...dirs, site], {}, [0, 2]),
+    reset,
+  };
+}
+
+/** Every file as declared, whoever wrote it. */
+function check(tool: Tool, n: number, phase: Phase): void {
+  for (let i = 0; i < n; i++) {
+    const real = tool.real(i);
+    const st = lstatSync(real);
+    if (!st.isFile() || (st.mode & 0o7777) !== MODE || readFileSync(real, 'utf8') !== contentOf(i)) throw new Error(`${tool.name}, ${phase}: ${real} is not as declared`);
+  }
+}
+
+/** 20% of the files changed in content, 10% in mode. */
+function drift(tool: Tool, n: number): void {
+  for (let i = 0; i < n; i++) {
+    if (i % 5 === 0) writeFileSync(tool.real(i), 'drifted\n');
+    else if (i % 10 === 1) chmodSync(tool.real(i), 0o600);
+  }
+}
+
+const has = (command: string) => spawnSync(command, ['--version'], { encoding: 'utf8' }).error === undefined;
+
+export interface PeerOptions {
+  sizes: number[];
+  /** Rounds per size; Puppet takes minutes at 10,000 files, so it may take fewer. */
+  rounds: number;
+  puppetRounds: number;
+}
+
+/** Interleaved whole-process runs of every tool on its own copy of the same tree; every run checked. */
+export async function benchPeers(options: PeerOptions): Promise<string[]> {
+  const out: string[] = [];
+  const rows: string[] = [];
+  const figures: Record<string, Record<string, number>> = {};
+  const missing: string[] = [];
+  if (!has('cf-agent')) missing.push('CFEngine (cf-agent)');
+  if (!has('puppet')) missing.push('Puppet');
+  for (const n of options.sizes) {
+    const base = mkdtempSync(join(tmpdir(), `mesh-host-peers-${n}-`));
+    try {
+      const make = (name: string, f: (dir: string) => Tool) => {
+        const dir = join(base, name);
+        mkdirSync(dir, { recursive: true });
+        return f(dir);
+      };
+      const tools: Tool[] = [
+        make('mesh', (d) => meshHost(d, n)),
+        make('plain', (d) => floor(d, n, false)),
+        make('durable', (d) => floor(d, n, true)),
+        ...(has('cf-agent') ? [make('cf', (d) => cfengine(d, n))] : []),
+        ...(has('puppet') ? [make('puppet', (d) => puppet(d, n))] : []),
+      ];
+      const times = new Map<string, number[]>();
+      for (let round = 0; round < options.rounds; round++) {
+        for (const tool of tools) {
+          if (tool.name === 'Puppet' && round >= options.puppetRounds) continue;
+          for (const phase of PHASES) {
+            if (phase === 'drift') drift(tool, n);
+            const t = performance.now();
+            tool.run(phase);
+            const ms = performance.now() - t;
+            check(tool, n, phase);
+            const key = `${tool.name}|${phase}`;
+            times.set(key, [...(times.get(key) ?? []), ms]);
+          }
+          tool.reset();
+        }
+        console.error(`peers ${n}: round ${round + 1} of ${options.rounds} done`);
+      }
+      for (const phase of PHASES) {
+        const row: Record<string, number> = {};
+        for (const tool of tools) {
+          const xs = times.get(`${tool.name}|${phase}`);
+          if (xs) row[tool.name] = median(xs);
+        }
+        figures[`${n}|${phase}`] = row;
+      }
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
+  }
+  const names = ['mesh-host', 'floor, plain (no fsync)', 'floor, durable (concurrent fsync)', 'CFEngine (in place, no fsync)', 'Puppet'];
+  rows.push(`| files, phase | ${names.join(' | ')} | mesh-host ÷ durable floor | mesh-host ÷ CFEngine |`, `| --- |${' ---: |'.repeat(names.length + 2)}`);
+  for (const [key, row] of Object.entries(figures)) {
+    const [n, phase] = key.split('|');
+    const cell = (name: string) => (row[name] === undefined ? '—' : `${fmt(row[name]!)} ms`);
+    const ratio = (a: string, b: string) => (row[a] !== undefined && row[b] !== undefined ? `${(row[a]! / row[b]!).toFixed(2)}×` : '—');
+    rows.push(`| ${Number(n).toLocaleString('en')} ${phase} | ${names.map(cell).join(' | ')} | ${ratio('mesh-host', 'floor, durable (concurrent fsync)')} | ${ratio('mesh-host', 'CFEngine (in place, no fsync)')} |`);
+  }
+  out.push(
+    '## Peers: the same files with mesh-host, bare-node floors, CFEngine and Puppet',
+    '',
+    `Whole processes, interleaved, each tool on its own copy of the same tree (N files of 1 KiB in ${DIRS} directories, mode 0640); every`,
+    'run is checked file by file. Phases: first converge (empty tree), no-op, drift (20% of the files in content, 10% in mode). Medians of',
+    `${options.rounds} rounds (Puppet: ${options.puppetRounds}). The plain floor writes in place without fsync; the durable floor writes temporaries`,
+    'fsynced concurrently (32 in flight), renames them, and fsyncs each directory once. CFEngine writes in place without fsync. CFEngine and',
+    'Puppet keep their state under the scratch directory (`cf-agent -w`, `puppet apply --confdir/--vardir/…`).',
+    ...(missing.length > 0 ? ['', `Not installed here, so not measured: ${missing.join(', ')} (\`scripts/setup.sh --peers\` installs them).`] : []),
+    '',
+    ...rows,
+  );
+  return out;
+}
