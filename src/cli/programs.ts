@@ -21,6 +21,9 @@ const options: Record<string, OptionSpec> = {
   follow: { type: 'boolean', help: 'keep following' },
   diff: { type: 'boolean', help: 'show a unified diff of each file whose content changes (never of a sensitive one)' },
   'detailed-exitcodes': { type: 'boolean', help: '0 nothing changed, 2 changes applied (or planned), 4 failures, 6 both' },
+  epoch: { type: 'string', value: 'N', help: 'the epoch the declaration is sent in' },
+  replicas: { type: 'string', value: 'N', help: 'copies the mesh keeps of declarations and reports (default: one a server, up to 3)' },
+  offline: { type: 'boolean', help: 'make the bundle without writing the node\'s key (the first send must come after genesis)' },
 };
 const oneShot = ['dry-run', 'diff', 'detailed-exitcodes'];
 
@@ -52,9 +55,9 @@ export const meshctlProgram: ProgramSpec = {
   commands: {
     keygen: { summary: 'make an operator key pair in DIR', args: [], options: ['out'] },
     sign: { summary: 'sign a declaration; prints the envelope', args: ['FILE'], options: ['key'] },
-    bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', ...linkOptions, 'out'] },
-    send: { summary: 'put a declaration into the mesh for NODE', args: ['NODE', 'FILE'], options: ['key', ...linkOptions] },
-    reports: { summary: 'read reports', args: [], options: ['follow', 'node', ...linkOptions] },
+    bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'out'] },
+    send: { summary: 'put a declaration into the mesh for NODE', args: ['NODE', 'FILE'], options: ['key', 'epoch', 'replicas', ...linkOptions] },
+    reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'replicas', ...linkOptions] },
     status: { summary: 'the fleet, one line a node (exit 1 when any is not converged and alive); with NODE, ask that host', args: ['NODE?'], options: linkOptions },
   },
 };

@@ -12,6 +12,8 @@ export interface GenesisBundle {
   /** The control plane's operator public key (O…): pinned by genesis. */
   publicKey: string;
   declaration: Envelope;
+  /** The revision of the node's key that holds this declaration, when the control side put it there. */
+  keyRevision?: number;
 }
 
 /** Reads a bundle and opens its declaration with the key it carries; refuses anything else whole. */
@@ -27,7 +29,7 @@ export async function openBundle(bytes: Buffer, source: string): Promise<{ bundl
   const b = value as Partial<GenesisBundle>;
   if (typeof value !== 'object' || value === null) problems.push('/: a bundle is a JSON object');
   else {
-    const allowed = new Set(['version', 'node', 'link', 'publicKey', 'declaration']);
+    const allowed = new Set(['version', 'node', 'link', 'publicKey', 'declaration', 'keyRevision']);
     for (const key of Object.keys(value)) if (!allowed.has(key)) problems.push(`/${key}: unknown field`);
     if (b.version !== 1) problems.push(`/version: unknown bundle version ${JSON.stringify(b.version)}`);
     if (typeof b.node !== 'string' || !new RegExp(NODE_ID_PATTERN).test(b.node)) problems.push('/node: not a node id ([A-Za-z0-9_-]{1,64})');
@@ -35,6 +37,7 @@ export async function openBundle(bytes: Buffer, source: string): Promise<{ bundl
     if (typeof b.link !== 'object' || b.link === null || !Array.isArray(b.link.servers) || !b.link.servers.every((s) => typeof s === 'string')) {
       problems.push('/link/servers: a list of server URLs');
     } else problems.push(...linkProblems(b.link as unknown as Record<string, unknown>));
+    if (b.keyRevision !== undefined && (!Number.isInteger(b.keyRevision) || b.keyRevision < 1)) problems.push('/keyRevision: a revision (a whole number, at least 1)');
     if (!isEnvelope(b.declaration)) problems.push('/declaration: a signed envelope {payload, key, signature}');
   }
   if (problems.length) throw refused(`${source}: bundle refused; nothing was touched`, problems);

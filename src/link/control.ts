@@ -2,21 +2,99 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { DECLARATIONS_BUCKET, HEARTBEAT_SUBJECTS, HEARTBEATS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from './wire.js';
 import { lazy } from '../system/interop.js';
 
-/** The control side creates the bucket and the streams when they are missing; hosts only read and publish. */
-export async function ensureWire(nc: NatsConnection, options: { replicas?: number } = {}): Promise<void> {
-  const replicas = options.replicas ?? 1;
-  const [{ Kvm }, { jetstreamManager }] = await Promise.all([lazy(import('@nats-io/kv')), lazy(import('@nats-io/jetstream'))]);
-  await new Kvm(nc).create(DECLARATIONS_BUCKET, { history: 5, replicas });
+/** How many copies the mesh's records keep: one a server, at most three (JetStream's useful bound). */
+export const MAX_REPLICAS = 3;
+
+export interface ReplicaChoice {
+  replicas: number;
+  /** Why: said by the command that creates the records. */
+  why: string;
+}
+
+/**
+ * The servers of the cluster this connection reached, as the server advertises them (its INFO lists
+ * the client URLs of every server of its cluster). A server alone, or one configured not to advertise,
+ * counts as one.
+ */
+export function clusterSize(nc: NatsConnection): number {
+  const info = nc.info as { cluster?: string; connect_urls?: string[] } | undefined;
+  if (!info?.cluster) return 1;
+  return Math.max(1, new Set(info.connect_urls ?? []).size);
+}
+
+/** Replicas sized to the cluster (up to three), unless the operator said a number. */
+export function chooseReplicas(nc: NatsConnection, requested?: number): ReplicaChoice {
+  const servers = clusterSize(nc);
+  if (requested !== undefined) return { replicas: requested, why: `as asked (--replicas ${requested}; the cluster has ${servers} server${servers === 1 ? '' : 's'})` };
+  const replicas = Math.min(MAX_REPLICAS, servers);
+  return { replicas, why: servers === 1 ? 'one server' : `a cluster of ${servers} servers${servers > MAX_REPLICAS ? ` (at most ${MAX_REPLICAS})` : ''}` };
+}
+
+export interface WireSetUp {
+  /** What was created now, each with its replicas; empty when everything was there. */
+  created: string[];
+  /** What existed with other replicas and was set to the number asked. */
+  changed: string[];
+  /** What exists with fewer replicas than chosen: it does not survive the loss of its server. */
+  short: string[];
+  choice: ReplicaChoice;
+}
+
+/**
+ * The control side creates the declarations bucket, the reports and heartbeats streams when missing,
+ * with replicas sized to the cluster; hosts only read and publish. An existing one is left as it is
+ * unless the operator asked for a number of replicas, which is then set.
+ */
+export async function ensureWire(nc: NatsConnection, options: { replicas?: number } = {}): Promise<WireSetUp> {
+  const choice = chooseReplicas(nc, options.replicas);
+  const { replicas } = choice;
+  const { jetstreamManager } = await lazy(import('@nats-io/jetstream'));
   const jsm = await jetstreamManager(nc);
-  const ensure = async (config: Parameters<typeof jsm.streams.add>[0]) => {
+  const created: string[] = [];
+  const short: string[] = [];
+  const changed: string[] = [];
+  const bucketStream = `KV_${DECLARATIONS_BUCKET}`;
+  const existing = async (name: string) => {
     try {
-      await jsm.streams.info(config.name);
+      return await jsm.streams.info(name);
     } catch {
-      await jsm.streams.add({ num_replicas: replicas, ...config });
+      return undefined;
     }
   };
-  await ensure({ name: REPORTS_STREAM, subjects: [REPORTS_SUBJECTS], duplicate_window: 2 * 60 * 1_000_000_000 });
+  const settle = async (name: string, what: string) => {
+    const info = await existing(name);
+    if (!info) return false;
+    if (info.config.num_replicas === replicas) return true;
+    if (options.replicas !== undefined) {
+      await jsm.streams.update(name, { ...info.config, num_replicas: replicas });
+      changed.push(`${what} (had ${info.config.num_replicas})`);
+    } else if (info.config.num_replicas < replicas) short.push(`${what} has ${info.config.num_replicas} replica${info.config.num_replicas === 1 ? '' : 's'}`);
+    return true;
+  };
+  if (!(await settle(bucketStream, `the bucket ${DECLARATIONS_BUCKET}`))) {
+    const { Kvm } = await lazy(import('@nats-io/kv'));
+    await new Kvm(nc).create(DECLARATIONS_BUCKET, { history: 5, replicas });
+    created.push(`the bucket ${DECLARATIONS_BUCKET}`);
+  }
+  if (!(await settle(REPORTS_STREAM, `the stream ${REPORTS_STREAM}`))) {
+    await jsm.streams.add({ name: REPORTS_STREAM, subjects: [REPORTS_SUBJECTS], duplicate_window: 2 * 60 * 1_000_000_000, num_replicas: replicas });
+    created.push(`the stream ${REPORTS_STREAM}`);
+  }
   // Heartbeats are plain publishes; this stream keeps only the newest of each node, so the fleet view
   // knows every node's last beat at once instead of listening for three intervals.
-  await ensure({ name: HEARTBEATS_STREAM, subjects: [HEARTBEAT_SUBJECTS], max_msgs_per_subject: 1 });
+  if (!(await settle(HEARTBEATS_STREAM, `the stream ${HEARTBEATS_STREAM}`))) {
+    await jsm.streams.add({ name: HEARTBEATS_STREAM, subjects: [HEARTBEAT_SUBJECTS], max_msgs_per_subject: 1, num_replicas: replicas });
+    created.push(`the stream ${HEARTBEATS_STREAM}`);
+  }
+  return { created, changed, short, choice };
+}
+
+/** One line for the operator: what was created with how many replicas and why, and what is short of them. */
+export function describeSetUp(setUp: WireSetUp): string[] {
+  const lines: string[] = [];
+  const { replicas, why } = setUp.choice;
+  if (setUp.created.length) lines.push(`created ${setUp.created.join(' and ')} with ${replicas} replica${replicas === 1 ? '' : 's'} (${why})`);
+  if (setUp.changed.length) lines.push(`set ${setUp.changed.join(' and ')} to ${replicas} replica${replicas === 1 ? '' : 's'} (${why})`);
+  if (setUp.short.length) lines.push(`${setUp.short.join('; ')}, fewer than the ${replicas} chosen (${why}): losing a server can lose it until the server returns; --replicas ${replicas} raises it`);
+  return lines;
 }

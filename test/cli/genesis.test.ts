@@ -26,7 +26,7 @@ async function enrolment(mode: 'adopted' | 'converged' = 'converged') {
   };
   const bundle = async (declPath: string) => {
     const out = join(s.dir, `bundle-${Math.random().toString(36).slice(2)}.json`);
-    const r = await runCli('meshctl', ['bundle', declPath, '--key', join(keys, 'operator.nk'), '--server', 'nats://127.0.0.1:4222,nats://127.0.0.1:4223', '--out', out]);
+    const r = await runCli('meshctl', ['bundle', declPath, '--key', join(keys, 'operator.nk'), '--server', 'nats://127.0.0.1:4222,nats://127.0.0.1:4223', '--offline', '--out', out]);
     expect(r.code, r.stderr).toBe(0);
     return out;
   };

@@ -8,7 +8,7 @@ import { writeDurably } from '../../store/durable.js';
 import { formatPlan } from '../../report/report.js';
 import { refused, usageError } from '../../system/errors.js';
 import { stringFlag, type CommandContext } from '../context.js';
-import { hostPaths, withHost } from '../host.js';
+import { hostPaths, KEPT_REVISION, withHost } from '../host.js';
 import { finish } from './apply.js';
 import type { Mode } from '../../declaration/schema.js';
 
@@ -60,6 +60,9 @@ export async function genesisCommand(ctx: CommandContext): Promise<number> {
       host.store.updateHead((s) => (s.genesisDigest = received.digest));
       host.store.save();
       writeDurably(join(paths.stateDir, CARRIED_BUNDLE), bytes, 0o600);
+      // The control side put this declaration into the node's key: the daemon reads that revision as the
+      // one it kept and applied, not as a new delivery to apply and report again.
+      if (bundle.keyRevision !== undefined) writeDurably(join(paths.stateDir, KEPT_REVISION), Buffer.from(JSON.stringify({ revision: bundle.keyRevision, digest: received.digest })), 0o600);
       await writeConfig(paths.configPath, {
         ...readConfigFile(paths.configPath),
         node: bundle.node,

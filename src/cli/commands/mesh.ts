@@ -1,64 +1,75 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectLink } from '../../link/connect.js';
-import { ensureWire } from '../../link/control.js';
-import { DECLARATIONS_BUCKET, REPORTS_STREAM, reportSubject, statusSubject } from '../../link/wire.js';
-import { isEnvelope, sign } from '../../declaration/envelope.js';
-import { readDeclarationFile, receiveDeclaration } from '../../declaration/load.js';
+import { describeSetUp, ensureWire } from '../../link/control.js';
+import { REPORTS_STREAM, reportSubject, statusSubject } from '../../link/wire.js';
+import { isEnvelope } from '../../declaration/envelope.js';
+import { readDeclarationFile } from '../../declaration/load.js';
 import { EXIT, refused, usageError } from '../../system/errors.js';
 import { stringFlag, type CommandContext } from '../context.js';
 import { readSeed } from './keys.js';
 import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
 import { lazy } from '../../system/interop.js';
+import { asSigned, checkPayloadSize, describeMark, numberAndSign, openDeclarations, putNumbered, refuseUnlessNewer } from './numbering.js';
 
 export async function connectControl(ctx: CommandContext): Promise<NatsConnection> {
   return connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl', persistent: false, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
 }
 
+/** `--NAME N`: a whole number at least `min`, or undefined when not given. */
+export function countFlag(ctx: CommandContext, name: string, min: number): number | undefined {
+  const text = stringFlag(ctx.flags, name);
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < min) throw usageError(`--${name} ${text}: a whole number of at least ${min}`);
+  return n;
+}
+
+/** Connects, creates the mesh's records when missing (replicas sized to the cluster), and says what it chose. */
+export async function connectWire(ctx: CommandContext): Promise<NatsConnection> {
+  const nc = await connectControl(ctx);
+  try {
+    const replicas = countFlag(ctx, 'replicas', 1);
+    const setUp = await ensureWire(nc, replicas === undefined ? {} : { replicas });
+    for (const line of describeSetUp(setUp)) ctx.log.warn(line);
+    return nc;
+  } catch (err) {
+    await nc.close();
+    throw err;
+  }
+}
+
 /**
- * `meshctl send NODE FILE [--key KEY]`: signs a plain declaration (its sequence set to the one after
- * the node's current value), or puts a signed envelope as it is, into the node's key.
+ * `meshctl send NODE FILE [--key KEY] [--epoch N]`: puts a declaration into the node's key. A plain
+ * declaration keeps the sequence it declares (refused unless newer than the key's) or, naming none,
+ * gets the one after the newest of the key and the node's latest report; it is then signed. An
+ * envelope is put as it is, if newer. The put is a compare-and-set on the revision read: two senders
+ * at once never take the same number.
  */
 export async function sendCommand(ctx: CommandContext): Promise<number> {
   const [node, file] = ctx.args as [string, string];
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(node)) throw usageError(`'${node}' is not a node id`);
   const bytes = readDeclarationFile(file);
-  const nc = await connectControl(ctx);
+  let parsed: unknown;
   try {
-    await ensureWire(nc);
-    const { Kvm } = await lazy(import('@nats-io/kv'));
-    const kv = await new Kvm(nc).open(DECLARATIONS_BUCKET);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(bytes.toString('utf8'));
-    } catch (err) {
-      throw refused(`${file}: not JSON: ${(err as Error).message}`);
-    }
-    let envelopeBytes: Uint8Array;
-    let sequence: number;
-    if (isEnvelope(parsed)) {
-      envelopeBytes = bytes;
-      sequence = (await receiveDeclaration(bytes, { source: file, node })).declaration.sequence;
-    } else {
-      const key = stringFlag(ctx.flags, 'key');
-      if (!key) throw usageError("a plain declaration needs --key FILE to be signed");
-      const current = await kv.get(node);
-      let previous = 0;
-      if (current?.operation === 'PUT') {
-        try {
-          const env = JSON.parse(new TextDecoder().decode(current.value)) as { payload: string };
-          previous = (JSON.parse(Buffer.from(env.payload, 'base64').toString('utf8')) as { sequence?: number }).sequence ?? 0;
-        } catch {
-          previous = 0;
-        }
-      }
-      const declaration = { ...(parsed as Record<string, unknown>), sequence: previous + 1 };
-      const payload = Buffer.from(JSON.stringify(declaration));
-      await receiveDeclaration(payload, { source: file, node });
-      sequence = previous + 1;
-      envelopeBytes = Buffer.from(JSON.stringify(await sign(payload, readSeed(key))));
-    }
-    const revision = await kv.put(node, envelopeBytes);
-    ctx.print(ctx.json ? JSON.stringify({ node, sequence, revision }) : `sent to ${node}: sequence ${sequence} (revision ${revision})`);
+    parsed = JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    throw refused(`${file}: not JSON: ${(err as Error).message}`);
+  }
+  const epochFlag = countFlag(ctx, 'epoch', 0);
+  const key = stringFlag(ctx.flags, 'key');
+  const seed = isEnvelope(parsed) ? undefined : key ? readSeed(key) : undefined;
+  if (!isEnvelope(parsed) && !seed) throw usageError('a plain declaration needs --key FILE to be signed');
+  if (isEnvelope(parsed) && epochFlag !== undefined) throw usageError(`${file} is signed already: its epoch cannot be changed (--epoch); send the plain declaration`);
+  const nc = await connectWire(ctx);
+  try {
+    const kv = await openDeclarations(nc);
+    const { revision, mark } = await putNumbered(nc, kv, node, async (record) => {
+      const made = isEnvelope(parsed) ? await asSigned(bytes, file, node) : await numberAndSign(parsed, bytes, file, node, record, epochFlag, seed!);
+      refuseUnlessNewer(made.mark, record, file, node);
+      checkPayloadSize(nc, made.bytes.length, `the signed declaration for ${node}`);
+      return made;
+    });
+    ctx.print(ctx.json ? JSON.stringify({ node, ...mark, revision }) : `sent to ${node}: ${describeMark(mark)} (revision ${revision})`);
     return EXIT.ok;
   } finally {
     await nc.close();
@@ -68,9 +79,8 @@ export async function sendCommand(ctx: CommandContext): Promise<number> {
 /** `meshctl reports [--follow] [--node NODE]`: reports as JSON lines, in the order the stream holds them. */
 export async function reportsCommand(ctx: CommandContext): Promise<number> {
   const node = stringFlag(ctx.flags, 'node');
-  const nc = await connectControl(ctx);
+  const nc = await connectWire(ctx);
   try {
-    await ensureWire(nc);
     const { jetstream, DeliverPolicy } = await lazy(import('@nats-io/jetstream'));
     const js = jetstream(nc);
     const consumer = await js.consumers.get(REPORTS_STREAM, { filter_subjects: node ? reportSubject(node) : 'mesh.report.>', deliver_policy: DeliverPolicy.All });

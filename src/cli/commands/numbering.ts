@@ -1,0 +1,146 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { KV } from '@nats-io/kv';
+import { latestPerSubject } from '../../link/latest.js';
+import { DECLARATIONS_BUCKET, REPORTS_STREAM, reportSubject } from '../../link/wire.js';
+import { refused } from '../../system/errors.js';
+import { sign } from '../../declaration/envelope.js';
+import { receiveDeclaration } from '../../declaration/load.js';
+import { lazy } from '../../system/interop.js';
+
+/** Where a declaration stands in a node's order. */
+export interface Mark {
+  epoch?: number;
+  sequence: number;
+}
+
+/** What the mesh holds for a node: its key's value (with the revision a put must name) and its latest report. */
+export interface NodeRecord {
+  key?: { revision: number; mark?: Mark };
+  /** The declaration the node's latest report was about, when it named one. */
+  reported?: Mark;
+}
+
+/** A put refused because the key moved since it was read: read again and number again. */
+const CONFLICTS = new Set([10071, 10164]);
+/** Two operators sending at once rarely collide more than once; a bound keeps a storm from looping for ever. */
+export const PUT_ATTEMPTS = 8;
+/** What a put adds to the value: its subject and the compare-and-set header. */
+const PUT_HEADROOM = 256;
+
+export const describeMark = (m: Mark) => (m.epoch === undefined ? `sequence ${m.sequence}` : `epoch ${m.epoch}, sequence ${m.sequence}`);
+
+/** Whether a comes after b in a node's order: the epoch first (a missing one counts as 0), then the sequence. */
+export function isNewer(a: Mark, b: Mark): boolean {
+  const ea = a.epoch ?? 0;
+  const eb = b.epoch ?? 0;
+  return ea !== eb ? ea > eb : a.sequence > b.sequence;
+}
+
+/** The number a declaration that names none gets: after the newest of the key and the latest report, in the epoch asked or the one in force. */
+export function nextMark(record: NodeRecord, epoch: number | undefined): Mark {
+  const known = [record.key?.mark, record.reported].filter((m): m is Mark => m !== undefined);
+  const sequence = Math.max(0, ...known.map((m) => m.sequence)) + 1;
+  const inForce = epoch ?? known.map((m) => m.epoch).filter((e): e is number => e !== undefined).reduce<number | undefined>((a, e) => (a === undefined || e > a ? e : a), undefined);
+  return { ...(inForce === undefined ? {} : { epoch: inForce }), sequence };
+}
+
+function markOfEnvelope(bytes: Uint8Array): Mark | undefined {
+  try {
+    const envelope = JSON.parse(new TextDecoder().decode(bytes)) as { payload: string };
+    const d = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as { epoch?: unknown; sequence?: unknown };
+    if (typeof d.sequence !== 'number') return undefined;
+    return { ...(typeof d.epoch === 'number' ? { epoch: d.epoch } : {}), sequence: d.sequence };
+  } catch {
+    return undefined;
+  }
+}
+
+export async function openDeclarations(nc: NatsConnection): Promise<KV> {
+  const { Kvm } = await lazy(import('@nats-io/kv'));
+  return new Kvm(nc).open(DECLARATIONS_BUCKET);
+}
+
+/** The node's key (any operation: a deleted key still has the revision a put must name) and its latest report. */
+export async function readNodeRecord(nc: NatsConnection, kv: KV, node: string): Promise<NodeRecord> {
+  const [entry, latest] = await Promise.all([kv.get(node), latestPerSubject(nc, REPORTS_STREAM, reportSubject(node))]);
+  const record: NodeRecord = {};
+  if (entry) {
+    const mark = entry.operation === 'PUT' ? markOfEnvelope(entry.value) : undefined;
+    record.key = { revision: entry.revision, ...(mark ? { mark } : {}) };
+  }
+  const report = latest.get(reportSubject(node));
+  if (report) {
+    try {
+      const d = (JSON.parse(new TextDecoder().decode(report.bytes)) as { declaration?: Mark | null }).declaration;
+      if (d && typeof d.sequence === 'number') record.reported = { ...(typeof d.epoch === 'number' ? { epoch: d.epoch } : {}), sequence: d.sequence };
+    } catch {
+      // a report the control side cannot read numbers nothing
+    }
+  }
+  return record;
+}
+
+/** The value a put would carry, over the server's payload limit: refused with both sizes and what to do. */
+export function checkPayloadSize(nc: NatsConnection, bytes: number, what: string): void {
+  const limit = nc.info?.max_payload;
+  if (limit === undefined || bytes + PUT_HEADROOM <= limit) return;
+  throw refused(
+    `${what} is ${bytes} bytes signed and encoded; the server takes at most ${limit} bytes a message (its max_payload, less ${PUT_HEADROOM} for the put's headers): nothing was sent`,
+    ['large content belongs in archives: put it in the object store (an archive resource names it by digest) and keep the declaration to what the host must converge', 'or raise max_payload on every server of the mesh (the hosts\' reports are bounded by it too)'],
+  );
+}
+
+/**
+ * Puts a declaration into the node's key with compare-and-set on the revision read: `make` is given
+ * what the mesh holds and returns the bytes (numbered, signed) or refuses; a put that lost a race to
+ * another operator reads again and asks `make` again, a bounded number of times.
+ */
+export async function putNumbered(nc: NatsConnection, kv: KV, node: string, make: (record: NodeRecord) => Promise<{ bytes: Uint8Array; mark: Mark }>): Promise<{ revision: number; mark: Mark; attempts: number }> {
+  for (let attempt = 1; attempt <= PUT_ATTEMPTS; attempt++) {
+    const record = await readNodeRecord(nc, kv, node);
+    const { bytes, mark } = await make(record);
+    try {
+      const revision = record.key ? await kv.update(node, bytes, record.key.revision) : await kv.create(node, bytes);
+      return { revision, mark, attempts: attempt };
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (typeof code === 'number' && CONFLICTS.has(code)) continue;
+      throw err;
+    }
+  }
+  throw refused(`the key of ${node} changed between every read and put (${PUT_ATTEMPTS} attempts): other senders are busy on it; nothing was sent, try again`);
+}
+
+/** An envelope keeps its numbers: checked as the host will check it, put as it is. */
+export async function asSigned(bytes: Buffer, file: string, node: string): Promise<{ bytes: Uint8Array; mark: Mark }> {
+  const { declaration } = await receiveDeclaration(bytes, { source: file, node });
+  return { bytes, mark: markOf(declaration) };
+}
+
+const markOf = (d: { epoch?: number; sequence: number }): Mark => ({ ...(d.epoch === undefined ? {} : { epoch: d.epoch }), sequence: d.sequence });
+
+/**
+ * A plain declaration numbered and signed. What the file declares is kept, and its bytes signed as
+ * they are when nothing changes (the digest an operator computed stays true); what it leaves out is
+ * numbered after what the mesh holds.
+ */
+export async function numberAndSign(parsed: unknown, bytes: Buffer, file: string, node: string, record: NodeRecord, epochFlag: number | undefined, seed: string): Promise<{ bytes: Uint8Array; mark: Mark }> {
+  const fields = parsed as Record<string, unknown>;
+  const declared = typeof fields.sequence === 'number' ? fields.sequence : undefined;
+  const next = nextMark(record, epochFlag ?? (typeof fields.epoch === 'number' ? fields.epoch : undefined));
+  const sequence = declared ?? next.sequence;
+  const epoch = epochFlag ?? (typeof fields.epoch === 'number' ? fields.epoch : next.epoch);
+  const unchanged = declared !== undefined && epoch === fields.epoch;
+  const payload = unchanged ? bytes : Buffer.from(JSON.stringify({ ...fields, ...(epoch === undefined ? {} : { epoch }), sequence }));
+  const { declaration } = await receiveDeclaration(payload, { source: file, node });
+  return { bytes: Buffer.from(JSON.stringify(await sign(payload, seed))), mark: markOf(declaration) };
+}
+
+export function refuseUnlessNewer(mark: Mark, record: NodeRecord, file: string, node: string): void {
+  const current = record.key?.mark;
+  if (!current || isNewer(mark, current)) return;
+  throw refused(`${file} declares ${describeMark(mark)}, which is not newer than the key of ${node} (${describeMark(current)}, revision ${record.key!.revision}): the host would refuse it as stale; nothing was sent`, [
+    'leave the sequence out of the file to have the next one given, or declare a newer one (or a newer epoch with --epoch N)',
+  ]);
+}
+
