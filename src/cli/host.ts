@@ -61,7 +61,7 @@ export async function withHost<T>(ctx: CommandContext, command: string, run: (ho
       // Asked for only when services are declared or recorded: the managers and their probes load then.
       serviceManager: () => (choice ??= import('../services/choose.js').then(({ chooseServiceManager }) => chooseServiceManager(ctx.runner, config.serviceManager))),
       verifyPauseMs: config.verifyPauseMs,
-      outbox: new Outbox(paths.stateDir),
+      outbox: new Outbox(paths.stateDir, config.outbox),
     };
     return await run({ paths, config, store, env, hasKeptDeclaration: existsSync(join(paths.stateDir, KEPT_DECLARATION)) });
   } finally {

@@ -21,6 +21,7 @@ const options: Record<string, OptionSpec> = {
   follow: { type: 'boolean', help: 'keep following' },
   diff: { type: 'boolean', help: 'show a unified diff of each file whose content changes (never of a sensitive one)' },
   'detailed-exitcodes': { type: 'boolean', help: '0 nothing changed, 2 changes applied (or planned), 4 failures, 6 both' },
+  'last-report': { type: 'boolean', help: 'the newest report whole, every step (the mesh receives what changed and counts of the rest)' },
   epoch: { type: 'string', value: 'N', help: 'the epoch the declaration is sent in' },
   replicas: { type: 'string', value: 'N', help: 'copies the mesh keeps of declarations and reports (default: one a server, up to 3)' },
   offline: { type: 'boolean', help: 'make the bundle without writing the node\'s key (the first send must come after genesis)' },
@@ -39,7 +40,7 @@ export const meshHostProgram: ProgramSpec = {
   commands: {
     inventory: { summary: 'capabilities with reason and method, and links', args: [], options: [] },
     apply: { summary: 'apply a declaration from a file (a machine the mesh has not spoken to)', args: ['FILE'], options: oneShot },
-    status: { summary: 'mode, last applied, report sequence, footprint, held, last outcome', args: [], options: [] },
+    status: { summary: 'mode, last applied, report sequence, footprint, held, last outcome', args: [], options: ['last-report'] },
     genesis: { summary: 'enrol this machine from a genesis bundle', args: ['BUNDLE'], options: ['mode', ...oneShot] },
     reconcile: { summary: 'apply what the mesh last said again', args: [], options: oneShot },
     run: { summary: 'the daemon: link, reconcile timer, worker, outbox', args: [], options: [], logsToStdout: true },

@@ -19,6 +19,11 @@ export interface HostConfig extends LinkAuth {
   heartbeatMs?: number;
   /** Forces the service manager instead of taking it from the inventory. */
   serviceManager?: 'systemd' | 'openrc';
+  /**
+   * Bounds of the reports waiting for the mesh (defaults 1,000 reports, 64 MiB): past one, the oldest
+   * are folded into one report that says what was folded. `keepFull`: whole reports kept on the host.
+   */
+  outbox?: { maxReports?: number; maxBytes?: number; keepFull?: number };
 }
 
 export const DEFAULTS = { reconcileIntervalMs: 5 * 60_000, verifyPauseMs: 1500, lockTimeoutMs: 10_000 } as const;
@@ -42,6 +47,10 @@ export function loadConfig(path: string): { config: HostConfig; found: boolean }
   }
   const config: HostConfig = { node: defaultNodeId(), servers: [], ...DEFAULTS, ...value };
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(config.node)) throw cannotStart(`the configuration ${path}: node '${config.node}' is not a node id ([A-Za-z0-9_-]{1,64})`);
+  for (const [key, value] of Object.entries(config.outbox ?? {})) {
+    if (!['maxReports', 'maxBytes', 'keepFull'].includes(key)) throw cannotStart(`the configuration ${path}: /outbox/${key}: unknown field (maxReports, maxBytes, keepFull)`);
+    if (!Number.isInteger(value) || (value as number) < 1) throw cannotStart(`the configuration ${path}: /outbox/${key}: a whole number, at least 1`);
+  }
   return { config, found: true };
 }
 

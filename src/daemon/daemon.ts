@@ -13,7 +13,7 @@ import { takeInventory } from '../inventory/inventory.js';
 import { probeLinks, type Link } from '../inventory/links.js';
 import { LinkSession } from '../link/session.js';
 import { linkAuthOf } from '../link/connect.js';
-import { Outbox } from '../report/outbox.js';
+import { Outbox, REPORT_HEADROOM } from '../report/outbox.js';
 import { systemAccounts } from '../resources/accounts.js';
 import { chooseServiceManager, type ManagerChoice } from '../services/choose.js';
 import { writeDurably } from '../store/durable.js';
@@ -47,7 +47,7 @@ interface CarriedDelivery extends Delivery {
 export async function runDaemon(options: DaemonOptions): Promise<{ code: number; output: unknown }> {
   const { paths, log, clock, runner } = options;
   let config: HostConfig = loadConfig(paths.configPath).config;
-  const outbox = new Outbox(paths.stateDir);
+  const outbox = new Outbox(paths.stateDir, config.outbox);
   const startedAt = clock.monotonic();
   let quiesced = false;
   let current: Store | undefined;
@@ -255,9 +255,12 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
       ),
       reportSender: fromPromise<void, { sequence: number }>(async ({ input }) => {
         if (!link?.connected) throw new Error('the link is not connected');
-        const { duplicate } = await link.publishReport(input.sequence, outbox.read(input.sequence));
+        // Fitted under the server's limit (less room for the subject and headers); gone means folded into a later one.
+        const bytes = outbox.message(input.sequence, (link.maxPayload ?? Infinity) - REPORT_HEADROOM);
+        if (!bytes) return void log.debug({ report: input.sequence }, 'link: report folded into a later one; nothing to send');
+        const { duplicate } = await link.publishReport(input.sequence, bytes);
         outbox.remove(input.sequence);
-        log.debug({ report: input.sequence, duplicate }, 'link: report acknowledged');
+        log.debug({ report: input.sequence, duplicate, bytes: bytes.length }, 'link: report acknowledged');
       }),
       quiesce: fromPromise<void, { ending: Ending }>(async ({ input }) => {
         quiesced = true;

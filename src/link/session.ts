@@ -184,6 +184,11 @@ export class LinkSession {
     return { duplicate: ack.duplicate };
   }
 
+  /** The largest message the connected server takes (its max_payload), once connected. */
+  get maxPayload(): number | undefined {
+    return this.nc?.info?.max_payload;
+  }
+
   get connected(): boolean {
     return this.js !== undefined && !this.closed && !this.nc?.isClosed();
   }

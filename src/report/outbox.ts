@@ -1,53 +1,164 @@
-import { mkdirSync, readFileSync, readdirSync, unlinkSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, statSync, unlinkSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { fsyncDirectory, writeDurably } from '../store/durable.js';
 import type { Report } from './report.js';
+import { asSent, fitReport, foldReports, sentReport, type SentReport } from './sent.js';
 
 export const OUTBOX_DIR = 'outbox';
+/** Whole reports (every step) kept on the host, newest last: `mesh-host status --last-report`. */
+export const FULL_REPORTS_DIR = 'reports';
 const NAME = /^(\d{12})\.json$/;
+const nameOf = (sequence: number) => `${String(sequence).padStart(12, '0')}.json`;
+
+export interface OutboxBounds {
+  /** Reports waiting at most; past it the oldest are folded into one. */
+  maxReports: number;
+  /** Bytes waiting at most; past it the oldest are folded into one. */
+  maxBytes: number;
+  /** Whole reports kept on the host. */
+  keepFull: number;
+}
+
+/** What a report's publish adds to its bytes: the subject, the message id and a signature header. */
+export const REPORT_HEADROOM = 4096;
+
+export const DEFAULT_OUTBOX_BOUNDS: OutboxBounds = { maxReports: 1000, maxBytes: 64 * 1024 * 1024, keepFull: 16 };
 
 /**
  * Reports made and not yet acknowledged, on disk, in the order made: a report is written here
  * (durably) before it is sent, and removed only once the mesh acknowledged it. A crash at any point
  * leaves it to be sent again with the same message id, which the server stores once.
+ *
+ * What waits is the sent shape (what changed, failed, was held or skipped; the unchanged counted by
+ * type); the whole report is kept beside it for the host's own reading. The outbox is bounded: past
+ * its count or bytes, the oldest waiting reports are folded into one that says what was folded, so a
+ * host cut off from the mesh for months neither fills its disk nor loses a report without a trace.
  */
 export class Outbox {
   private readonly dir: string;
+  private readonly fullDir: string;
+  readonly bounds: OutboxBounds;
 
-  constructor(stateDir: string) {
+  constructor(stateDir: string, bounds: Partial<OutboxBounds> = {}) {
     this.dir = join(stateDir, OUTBOX_DIR);
+    this.fullDir = join(stateDir, FULL_REPORTS_DIR);
+    this.bounds = { ...DEFAULT_OUTBOX_BOUNDS, ...bounds };
   }
 
   add(report: Report): void {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    writeDurably(join(this.dir, `${String(report.sequence).padStart(12, '0')}.json`), Buffer.from(JSON.stringify(report)), 0o600);
+    this.keepWhole(report);
+    writeDurably(join(this.dir, nameOf(report.sequence)), Buffer.from(JSON.stringify(sentReport(report))), 0o600);
+    this.fold();
+  }
+
+  /**
+   * The whole report, for the host's own reading: written whole (rename) without fsync, since the
+   * mesh's copy is the record and losing this one in a crash loses only a convenience. Bounded.
+   */
+  private keepWhole(report: Report): void {
+    try {
+      mkdirSync(this.fullDir, { recursive: true, mode: 0o700 });
+      const path = join(this.fullDir, nameOf(report.sequence));
+      writeFileSync(`${path}.tmp`, JSON.stringify(report), { mode: 0o600 });
+      renameSync(`${path}.tmp`, path);
+      const kept = sequencesIn(this.fullDir);
+      for (const old of kept.slice(0, Math.max(0, kept.length - this.bounds.keepFull))) unlinkSync(join(this.fullDir, nameOf(old)));
+    } catch {
+      // a convenience copy: the report itself goes on to the outbox
+    }
+  }
+
+  /** The newest whole report kept on the host, or the one of a given sequence if still kept. */
+  wholeReport(sequence?: number): Report | undefined {
+    const kept = sequencesIn(this.fullDir);
+    const wanted = sequence ?? kept.at(-1);
+    if (wanted === undefined || !kept.includes(wanted)) return undefined;
+    return JSON.parse(readFileSync(join(this.fullDir, nameOf(wanted)), 'utf8')) as Report;
   }
 
   /** Report sequences waiting, oldest first. */
   pending(): number[] {
-    let names: string[];
-    try {
-      names = readdirSync(this.dir);
-    } catch {
-      return [];
-    }
-    return names.flatMap((n) => {
-      const m = NAME.exec(n);
-      return m ? [Number(m[1])] : [];
-    }).sort((a, b) => a - b);
+    return sequencesIn(this.dir);
   }
 
-  read(sequence: number): Buffer {
-    return readFileSync(join(this.dir, `${String(sequence).padStart(12, '0')}.json`));
+  /** A waiting report as stored (the sent shape). */
+  read(sequence: number): SentReport {
+    return asSent(JSON.parse(readFileSync(join(this.dir, nameOf(sequence)), 'utf8')) as Report | SentReport);
+  }
+
+  /**
+   * The bytes to publish for a waiting report, fitted under `limit` (the server's payload limit, less
+   * what the publish adds); undefined when it is no longer waiting (acknowledged, or folded into a
+   * later one, which carries it).
+   */
+  message(sequence: number, limit = Infinity): Buffer | undefined {
+    let report: SentReport;
+    try {
+      report = this.read(sequence);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+    return fitReport(report, limit);
   }
 
   /** Acknowledged: gone from the outbox. */
   remove(sequence: number): void {
     try {
-      unlinkSync(join(this.dir, `${String(sequence).padStart(12, '0')}.json`));
+      unlinkSync(join(this.dir, nameOf(sequence)));
       fsyncDirectory(this.dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
+  }
+
+  /** The waiting reports' count and bytes. */
+  size(): { reports: number; bytes: number } {
+    let bytes = 0;
+    const waiting = this.pending();
+    for (const s of waiting) bytes += sizeOf(join(this.dir, nameOf(s)));
+    return { reports: waiting.length, bytes };
+  }
+
+  /**
+   * Past a bound, the oldest waiting reports (all but the newest, at least half of them) are folded
+   * into one, written under the newest folded one's sequence before the others are removed: a crash in
+   * between leaves a report said twice, never one lost.
+   */
+  private fold(): void {
+    const waiting = this.pending();
+    const sizes = waiting.map((s) => sizeOf(join(this.dir, nameOf(s))));
+    const total = sizes.reduce((a, b) => a + b, 0);
+    if (waiting.length <= this.bounds.maxReports && total <= this.bounds.maxBytes) return;
+    // Fold the oldest half of what waits (never the newest report), so a long outage folds rarely.
+    const count = Math.max(2, Math.min(waiting.length - 1, Math.ceil(waiting.length / 2)));
+    if (count < 2 || waiting.length < 3) return;
+    const folding = waiting.slice(0, count);
+    const folded = foldReports(folding.map((s) => this.read(s)));
+    writeDurably(join(this.dir, nameOf(folded.sequence)), Buffer.from(JSON.stringify(folded)), 0o600);
+    for (const s of folding) if (s !== folded.sequence) unlinkSync(join(this.dir, nameOf(s)));
+    fsyncDirectory(this.dir);
+  }
+}
+
+function sequencesIn(dir: string): number[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names.flatMap((n) => {
+    const m = NAME.exec(n);
+    return m ? [Number(m[1])] : [];
+  }).sort((a, b) => a - b);
+}
+
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
   }
 }

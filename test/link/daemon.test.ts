@@ -90,7 +90,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     // Put again (a new revision of the same bytes): the mesh said it again, and hears back.
     await h.put(declaration);
     const reports = await h.waitForReports(3);
-    expect(reports[2]).toMatchObject({ trigger: 'delivery', outcome: 'converged', declaration: { sequence: 2 }, steps: [{ resource: 'app', status: 'unchanged' }] });
+    expect(reports[2]).toMatchObject({ trigger: 'delivery', outcome: 'converged', declaration: { sequence: 2 }, steps: [], unchanged: { directory: 1 } });
   });
 
   it('meshctl reports --follow prints the reports already there, then each new one as it is made, and ends on SIGINT', async () => {

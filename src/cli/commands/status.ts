@@ -1,10 +1,14 @@
 import { output, type CommandContext } from '../context.js';
 import { EXIT } from '../../system/errors.js';
-import { withHost } from '../host.js';
+import { hostPaths, withHost } from '../host.js';
+import { Outbox } from '../../report/outbox.js';
+import { formatReport } from '../../report/report.js';
+import { loadConfig } from '../../config/config.js';
 import { declaredServiceStates, formatServiceStates } from '../../services/declared.js';
 
 /** `mesh-host status`: mode, last applied, report sequence, footprint, held, last outcome. */
 export async function statusCommand(ctx: CommandContext): Promise<number> {
+  if (ctx.flags['last-report'] === true) return lastReportCommand(ctx);
   return withHost(ctx, 'status', async (host) => {
     const s = host.store.state;
     const records = Object.values(s.records);
@@ -38,4 +42,16 @@ export async function statusCommand(ctx: CommandContext): Promise<number> {
     );
     return EXIT.ok;
   });
+}
+
+/** `mesh-host status --last-report`: the newest report with every step, as the host keeps it (the mesh's copy lists what changed). */
+function lastReportCommand(ctx: CommandContext): number {
+  const paths = hostPaths(ctx);
+  const report = new Outbox(paths.stateDir, loadConfig(paths.configPath).config.outbox).wholeReport();
+  if (!report) {
+    ctx.print(ctx.json ? 'null' : 'no report kept on this host yet');
+    return EXIT.ok;
+  }
+  output(ctx, report, () => [formatReport(report), ...report.steps.filter((s) => s.status === 'unchanged').map((s) => `  unchanged ${s.type.padEnd(9)} ${s.resource} ${s.target}`)].join('\n'));
+  return EXIT.ok;
 }
