@@ -60,7 +60,7 @@ wait_reports 3
 echo
 echo "== meshctl reports --node example (one line a report: sequence, trigger, outcome, steps)"
 ./bin/meshctl reports --node example --server "$server" --log-level warn \
-  | node -e 'require("readline").createInterface({input:process.stdin}).on("line",l=>{const r=JSON.parse(l);const c={};for(const s of r.steps)c[s.status]=(c[s.status]||0)+1;for(const n of Object.values(r.unchanged||{}))c.unchanged=(c.unchanged||0)+n;console.log(`report ${r.sequence}: ${r.trigger} ${r.outcome} (${Object.entries(c).map(([k,v])=>v+" "+k).join(", ")})`)})'
+  | node -e 'require("readline").createInterface({input:process.stdin}).on("line",l=>{const r=JSON.parse(l);const c={};for(const n of Object.values(r.unchanged||{}))c.unchanged=(c.unchanged||0)+n;for(const s of r.steps)c[s.status]=(c[s.status]||0)+1;console.log(`report ${r.sequence}: ${r.trigger} ${r.outcome} (${Object.entries(c).map(([k,v])=>v+" "+k).join(", ")})`)})'
 echo
 echo "== meshctl status example"
 ./bin/meshctl status example --server "$server" --log-level warn
