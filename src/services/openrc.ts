@@ -75,7 +75,7 @@ export function openrcManager(runner: CommandRunner, options: { timeoutMs?: numb
 }
 
 /** The daemon of a started service, by its pidfile, and whether its process is still there. */
-function daemonOf(root: string, unit: string): { pid: number; pidfile: string; alive: boolean } | undefined {
+export function daemonOf(root: string, unit: string): { pid: number; pidfile: string; alive: boolean } | undefined {
   for (const pidfile of [...recordedPidfiles(root, unit), `/run/${unit}.pid`]) {
     let pid: number;
     try {

@@ -1,0 +1,77 @@
+import type { Logger } from '../system/log.js';
+import type { Finding, Watcher } from './finding.js';
+
+/** What one look at a unit tells the watcher; systemd and OpenRC both answer it. */
+export interface UnitLook {
+  activeState: string;
+  subState: string;
+  /** Changes on every start (systemd's InvocationID; OpenRC: the daemon's PID). */
+  invocationId: string;
+  /** Automatic restarts so far (systemd's NRestarts; 0 where the manager does not count them). */
+  nRestarts: number;
+}
+
+/** Looks at every watched unit at once. */
+export type UnitProbe = (units: readonly string[]) => Promise<Map<string, UnitLook>>;
+
+export interface UnitWatchOptions {
+  /** The services the mesh asked to run. */
+  units: readonly string[];
+  probe: UnitProbe;
+  /** Between two looks (default 2 s: a unit that leaves running is noticed well within 5 s). */
+  intervalMs?: number;
+  onFound(found: Finding[]): void;
+  log: Logger;
+}
+
+const running = (l: UnitLook) => l.activeState === 'active' || l.activeState === 'reloading' || l.activeState === 'activating';
+
+/** What changed for one unit since the last look, or nothing. */
+export function unitChange(unit: string, before: UnitLook, now: UnitLook | undefined): string | undefined {
+  if (!now) return `${unit} is gone (the service manager no longer knows it)`;
+  if (running(before) && !running(now)) return `${unit} was ${now.activeState}${now.subState && now.subState !== now.activeState ? ` (${now.subState})` : ''}`;
+  if (now.nRestarts > before.nRestarts) return `${unit} was restarted by its manager (${now.nRestarts - before.nRestarts} automatic restart${now.nRestarts - before.nRestarts === 1 ? '' : 's'})`;
+  if (running(now) && before.invocationId !== '' && now.invocationId !== '' && now.invocationId !== before.invocationId) return `${unit} was restarted (a new invocation)`;
+  return undefined;
+}
+
+/**
+ * Watches the units the mesh asked to run, between applies, by one batched look every couple of
+ * seconds: a unit that leaves running (crashed, stopped by hand, restarted by its manager) is said
+ * once, and the watcher asks for a reconcile. The first look is the baseline: the apply that just ended
+ * looked at the units itself, so what it left is not news (and a unit that cannot be kept running does
+ * not become a loop of reconciles).
+ */
+export function watchUnits(options: UnitWatchOptions): Watcher {
+  const { units, probe, log } = options;
+  let closed = false;
+  let last: Map<string, UnitLook> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const look = async () => {
+    if (closed) return;
+    try {
+      const now = await probe(units);
+      if (closed) return;
+      if (last) {
+        const found: Finding[] = [];
+        for (const unit of units) {
+          const before = last.get(unit);
+          const message = before ? unitChange(unit, before, now.get(unit)) : undefined;
+          if (message) found.push({ kind: 'unit', target: unit, message });
+        }
+        if (found.length > 0) options.onFound(found);
+      }
+      last = now;
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'watch: the units could not be looked at; trying again');
+    }
+    if (!closed) timer = setTimeout(() => void look(), options.intervalMs ?? 2000);
+  };
+  if (units.length > 0) void look();
+  return {
+    close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { watchFootprint } from '../../src/watch/footprint.js';
+import type { Finding, Watcher } from '../../src/watch/finding.js';
+import { silentLogger } from '../../src/system/log.js';
+import { scratch } from '../support/tree.js';
+
+let cleanups: Array<() => void> = [];
+afterEach(() => {
+  cleanups.forEach((c) => c());
+  cleanups = [];
+});
+
+/** A scratch root with owned files and a directory, watched; every batch of findings is kept. */
+function watched(files = 3) {
+  const s = scratch('mesh-host-watch-');
+  const root = s.dir;
+  mkdirSync(join(root, 'etc/app'), { recursive: true });
+  for (let i = 0; i < files; i++) writeFileSync(join(root, `etc/app/f${i}.conf`), `value = ${i}\n`, { mode: 0o644 });
+  const batches: Finding[][] = [];
+  const owned = [{ target: '/etc/app', type: 'directory' as const }, ...Array.from({ length: files }, (_, i) => ({ target: `/etc/app/f${i}.conf`, type: 'file' as const }))];
+  const watcher: Watcher = watchFootprint({ owned, root, onFound: (found) => batches.push(found), log: silentLogger() });
+  cleanups.push(() => watcher.close(), s.cleanup);
+  const messages = () => batches.flat().map((f) => f.message).sort();
+  const until = async (what: string, done: () => boolean, timeoutMs = 10_000) => {
+    const started = Date.now();
+    while (!done()) {
+      if (Date.now() - started > timeoutMs) throw new Error(`${what}: not heard; heard ${JSON.stringify(batches)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return Date.now() - started;
+  };
+  return { root, batches, messages, until, watcher };
+}
+
+describe('the footprint watcher (inotify through fs.watch)', () => {
+  it('a file edited, re-moded, removed, and a directory re-moded, each said as drift', async () => {
+    const w = watched();
+    writeFileSync(join(w.root, 'etc/app/f0.conf'), 'value = edited by hand\n');
+    await w.until('an edit', () => w.messages().includes('drift: /etc/app/f0.conf content changed'));
+    chmodSync(join(w.root, 'etc/app/f1.conf'), 0o600);
+    await w.until('a chmod', () => w.messages().includes('drift: /etc/app/f1.conf mode 0644→0600'));
+    rmSync(join(w.root, 'etc/app/f2.conf'));
+    await w.until('a removal', () => w.messages().includes('drift: /etc/app/f2.conf removed'));
+    chmodSync(join(w.root, 'etc/app'), 0o700);
+    await w.until('a directory chmod', () => w.messages().some((m) => /^drift: \/etc\/app mode 0\d{3}→0700$/.test(m)));
+  });
+
+  it('a burst of edits is one batch, each path said once; what the host does not own is not heard; nothing after close', async () => {
+    const w = watched(100);
+    writeFileSync(join(w.root, 'etc/app/not-ours.conf'), 'x\n');
+    for (let i = 0; i < 100; i++) writeFileSync(join(w.root, `etc/app/f${i}.conf`), `burst ${i}\n`);
+    await w.until('the burst', () => w.messages().length >= 100);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(w.batches.length).toBeLessThanOrEqual(3);
+    expect(w.messages()).toHaveLength(100);
+    expect(w.messages().every((m) => / content changed$/.test(m))).toBe(true);
+    w.watcher.close();
+    const before = w.batches.length;
+    writeFileSync(join(w.root, 'etc/app/f0.conf'), 'after close\n');
+    await new Promise((r) => setTimeout(r, 600));
+    expect(w.batches.length).toBe(before);
+  });
+});

@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemdManager } from '../../src/services/systemd.js';
+import { silentLogger } from '../../src/system/log.js';
+import type { Finding } from '../../src/watch/finding.js';
+import { unitProbe } from '../../src/watch/probes.js';
+import { watchUnits } from '../../src/watch/units.js';
+import { containerUnavailable, startSystemdContainer, type SystemdContainer } from '../support/systemd-container.js';
+
+const unavailable = containerUnavailable();
+describe.skipIf(unavailable !== undefined && !process.env.CI)(`the unit watcher on a real systemd${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
+  let container: SystemdContainer;
+  beforeAll(async () => {
+    container = await startSystemdContainer();
+  });
+  afterAll(async () => {
+    await container?.stop();
+  });
+
+  async function unit(name: string, service: string): Promise<void> {
+    const body = `[Unit]\nDescription=${name}\n\n[Service]\nExecStart=/bin/sleep infinity\n${service}\n`;
+    const r = await container.exec('/bin/sh', ['-c', `printf '%s' '${body}' > /etc/systemd/system/${name}.service && systemctl daemon-reload && systemctl start ${name}.service`]);
+    expect(r.code, r.stderr).toBe(0);
+  }
+
+  it('a unit killed by hand, one stopped by hand and one restarted by its manager are each said within 5 s; a quiet unit is not', async () => {
+    await unit('crashes', 'Restart=no');
+    await unit('stopped', 'Restart=no');
+    await unit('revives', 'Restart=always\nRestartSec=100ms');
+    await unit('quiet', 'Restart=no');
+    const found: Array<Finding & { looksAfter: number }> = [];
+    let since = 0;
+    const units = ['crashes.service', 'stopped.service', 'revives.service', 'quiet.service'];
+    let looks = 0;
+    const probe = unitProbe(systemdManager(container.runner), '/');
+    const watcher = watchUnits({ units, probe: async (u) => (looks++, probe(u)), onFound: (f) => found.push(...f.map((x) => ({ ...x, looksAfter: looks - since }))), log: silentLogger() });
+    try {
+      // The first look is the baseline; then each unit is disturbed by hand, one at a time.
+      while (looks < 2) await new Promise((r) => setTimeout(r, 50));
+      const disturb = async (what: string, command: string[], unitName: string, expected: RegExp) => {
+        since = looks;
+        const r = await container.exec('systemctl', command);
+        expect(r.code, r.stderr).toBe(0);
+        const deadline = Date.now() + 15_000;
+        while (!found.some((f) => f.target === unitName)) {
+          if (Date.now() > deadline) throw new Error(`${what}: not said; found ${JSON.stringify(found)}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        const f = found.find((x) => x.target === unitName)!;
+        expect(f.message).toMatch(expected);
+        // Said by the first or second look after the act: looks are 2 s apart, so within 5 s on a machine
+        // that is not starved (counted in looks, not timed, so that a loaded machine does not fail it).
+        expect(f.looksAfter).toBeLessThanOrEqual(2);
+      };
+      await disturb('a kill', ['kill', '-s', 'KILL', 'crashes.service'], 'crashes.service', /^crashes\.service was failed$/);
+      await disturb('a stop', ['stop', 'stopped.service'], 'stopped.service', /^stopped\.service was inactive \(dead\)$/);
+      await disturb('a kill under Restart=always', ['kill', '-s', 'KILL', 'revives.service'], 'revives.service', /^revives\.service was (restarted by its manager \(1 automatic restart\)|activating.*|failed.*)$/);
+      expect(found.filter((f) => f.target === 'quiet.service')).toEqual([]);
+    } finally {
+      watcher.close();
+    }
+  });
+});
