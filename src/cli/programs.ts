@@ -59,6 +59,6 @@ export const meshctlProgram: ProgramSpec = {
     bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'out'] },
     send: { summary: 'put a declaration into the mesh for NODE', args: ['NODE', 'FILE'], options: ['key', 'epoch', 'replicas', ...linkOptions] },
     reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'replicas', ...linkOptions] },
-    status: { summary: 'the fleet, one line a node (exit 1 when any is not converged and alive); with NODE, ask that host', args: ['NODE?'], options: linkOptions },
+    status: { summary: 'the fleet, one line a node (exit 1 when any failed, is silent or has not reported); with NODE, ask that host', args: ['NODE?'], options: linkOptions },
   },
 };

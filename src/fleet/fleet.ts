@@ -134,9 +134,13 @@ function rowOf(node: string, seen: ReportSeen | undefined, beat: HeartbeatSeen |
   };
 }
 
-/** Every node converged and alive: what a monitoring check asks. */
+/**
+ * What a monitoring check asks: no node failed, none silent, every one has reported. A node behind is
+ * shown but does not fail the check: right after a send every node is behind for the seconds its apply
+ * takes, and one that stays behind while alive and converged is seen in the view.
+ */
 export function fleetHealthy(rows: FleetRow[]): boolean {
-  return rows.every((r) => r.state === 'converged');
+  return rows.every((r) => r.state === 'converged' || r.state === 'behind');
 }
 
 export function markText(mark: Pick<DeclarationMark, 'epoch' | 'sequence'>): string {

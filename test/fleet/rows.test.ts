@@ -25,7 +25,8 @@ describe('the fleet rows (pure)', () => {
     // A node that applied something newer than its key holds (the key was rolled back and refused) is not behind.
     expect(rows.find((r) => r.node === 'f')!.behind).toBe(false);
     expect(fleetHealthy(rows)).toBe(false);
-    expect(fleetHealthy(rows.filter((r) => r.state === 'converged'))).toBe(true);
+    expect(fleetHealthy(rows.filter((r) => r.state === 'converged' || r.state === 'behind'))).toBe(true);
+    expect(fleetHealthy(rows.filter((r) => r.state === 'silent'))).toBe(false);
   });
 
   it('a report whose signature fails is flagged and fails the node', () => {

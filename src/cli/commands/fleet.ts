@@ -6,8 +6,8 @@ import { output, type CommandContext } from '../context.js';
 import { connectControl } from './mesh.js';
 
 /**
- * `meshctl status` without a node: the fleet, one line a node the mesh knows, worst first. Exit 0
- * when every node is converged and alive, 1 otherwise, so that a monitoring check can run it.
+ * `meshctl status` without a node: the fleet, one line a node the mesh knows, worst first. Exit 1
+ * when any node failed, is silent or has not reported yet, 0 otherwise: a monitoring check can run it.
  */
 export async function fleetCommand(ctx: CommandContext): Promise<number> {
   const nc = await connectControl(ctx);
