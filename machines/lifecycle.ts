@@ -75,7 +75,7 @@ export function isOlder(a: Delivery, b: Delivery): boolean {
 }
 
 /**
- * The host's life (DESIGN §7). Pure: every effect is an actor provided to it (`provide`), so the same
+ * The host's life (docs/design.md, "The lifecycle"). Pure: every effect is an actor provided to it (`provide`), so the same
  * definition runs with real actors in the daemon and with controllable ones in the model-based tests.
  */
 export const lifecycleMachine = setup({

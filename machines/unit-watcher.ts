@@ -27,7 +27,7 @@ const starting = (l: Look) => l.activeState === 'activating' || (l.job && l.acti
 const state = (l: Look) => `ActiveState=${l.activeState}, SubState=${l.subState}, Result=${l.result}`;
 
 /**
- * The two looks at one unit the apply started, restarted or reloaded (ADR 184). It decides; the
+ * The two looks at one unit the apply started, restarted or reloaded (docs/design.md, "Services are read twice"). It decides; the
  * apply reads the unit and sends what it saw. Pure: no I/O, no timers (the pause is the apply's,
  * shared by every unit).
  */

@@ -11,5 +11,5 @@ const lazyService: ResourceHandler<ServiceResource> = {
   verify: async (ctx) => (ctx.services ? (await service()).verify!(ctx) : []),
 };
 
-/** Every resource type the host applies. Archives join when their issue lands. */
+/** Every resource type the host applies. */
 export const HANDLERS: HandlerTable = { ...BASE_HANDLERS, service: lazyService };

@@ -4,7 +4,7 @@ import type { Logger } from '../system/log.js';
 import { loadConfig, type HostConfig } from './config.js';
 import { linkAuthOf } from '../link/connect.js';
 
-/** The settings whose change moves the host to another bus (DESIGN §8). */
+/** The settings whose change moves the host to another bus. */
 export function linkSettingsOf(config: HostConfig): string {
   return JSON.stringify([config.servers, linkAuthOf(config)]);
 }

@@ -4,7 +4,7 @@ import { isEnvelope, type Envelope } from './envelope.js';
 import { MAX_DECLARATION_BYTES, receiveDeclaration, type Received } from './load.js';
 import { NODE_ID_PATTERN } from './ids.js';
 
-/** What enrols a machine (DESIGN §2): its node id, link settings, the control plane's key, a signed first declaration. */
+/** What enrols a machine: its node id, link settings, the control plane's key, a signed first declaration. */
 export interface GenesisBundle {
   version: 1;
   node: string;

@@ -5,7 +5,7 @@ import { fileHandler } from './file.js';
 import type { Checked, ConvergeContext, ResourceHandler, Step, StepResult } from './types.js';
 import { yielder } from './yielder.js';
 
-/** The handlers by resource type. Archive and service handlers join as their issues land. */
+/** The handlers by resource type (directory and file here; the host adds services and archives). */
 export type HandlerTable = Partial<{ [T in Resource['type']]: ResourceHandler<Extract<Resource, { type: T }>> }>;
 
 export const BASE_HANDLERS: HandlerTable = { directory: directoryHandler, file: fileHandler };

@@ -7,7 +7,7 @@ import type { RootedFs } from './rooted-fs.js';
 import type { Amendment, WriteBatch } from './write-batch.js';
 import type { ServiceRuntime } from '../services/runtime.js';
 
-/** One step of a plan (DESIGN §10): no actions means nothing to do. */
+/** One step of a plan: no actions means nothing to do. */
 export interface Step {
   resource: string;
   type: ResourceType;

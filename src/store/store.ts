@@ -18,7 +18,7 @@ export function ensureStateDir(stateDir: string): void {
 }
 
 /**
- * The store (DESIGN §6): a working copy that changes as the apply goes, and saves that are atomic,
+ * The store (docs/design.md, "The store"): a working copy that changes as the apply goes, and saves that are atomic,
  * durable, in order, and loud about anything dropped that nobody meant to drop.
  */
 export class Store {

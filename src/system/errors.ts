@@ -1,4 +1,4 @@
-/** Exit statuses (DESIGN §10). */
+/** Exit statuses (README.md, "Exit status"). */
 export const EXIT = {
   /** converged, or a dry run that planned */
   ok: 0,

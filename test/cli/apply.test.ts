@@ -36,7 +36,7 @@ function setup(resources: unknown[] = [{ type: 'directory', id: 'app', path: '/s
 }
 
 describe('mesh-host apply', () => {
-  it('prints {plan} for --json --dry-run and {plan, report} for --json, as §10 shapes them', async () => {
+  it('prints {plan} for --json --dry-run and {plan, report} for --json, in the shapes docs/wire.md gives', async () => {
     const s = setup();
     const dry = await runCli('mesh-host', ['apply', s.decl, '--dry-run', '--json', ...s.flags]);
     expect(dry.code).toBe(0);

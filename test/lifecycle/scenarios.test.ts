@@ -25,7 +25,7 @@ async function step(h: Harness, fn: () => void) {
   expect(h.check()).toEqual([]);
 }
 
-// The interleavings behind the old faults (issues 257, 261, 267): both paths only enqueue, one worker applies.
+// The interleavings behind the old faults (two applies at once, a reconcile over a newer delivery, a lost delivery): both paths only enqueue, one worker applies.
 describe('named interleavings', () => {
   it('a tick while a delivery applies: the reconcile follows it, applying the kept declaration', async () => {
     const h = await serving();

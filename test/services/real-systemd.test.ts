@@ -8,7 +8,7 @@ import { containerUnavailable, startSystemdContainer, type SystemdContainer } fr
 import { scratch } from '../support/tree.js';
 
 /**
- * The decision record's scenarios on a real systemd, booted in a container over a volatile copy of
+ * The scenarios of the services' second look on a real systemd, booted in a container over a volatile copy of
  * this machine's root, with mesh-host running inside it. The container's / is a throwaway tmpfs, so
  * mesh-host converges it as its --root: unit files land where that systemd reads them.
  */

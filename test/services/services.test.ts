@@ -20,7 +20,7 @@ function withFake(pauseMs = 1500) {
 const svc = (id: string, unit: string, extra: object = {}): Resource => ({ type: 'service', id, unit, state: 'running', ...extra });
 const file = (id: string, path: string, content: string): Resource => ({ type: 'file', id, path, content });
 
-describe('a service is still running a moment later (ADR 184)', () => {
+describe('a service is still running a moment later (the second look)', () => {
   it('a unit running at the first look and dead at the second fails the apply, naming the unit and its state', async () => {
     const { systemd } = withFake();
     systemd.define('jail.service', { kind: 'dies', afterMs: 220 });

@@ -4,7 +4,7 @@ import type { CommandRunner, RunResult } from '../../src/system/runner.js';
 import { systemRunner } from '../../src/system/runner.js';
 
 /**
- * A real systemd, booted in a container over this machine's own root (DESIGN §11, NOTES.md):
+ * A real systemd, booted in a container over this machine's own root :
  * `systemd-nspawn --volatile=yes -D /` gives it a throwaway root, so nothing it does reaches the host.
  */
 export interface SystemdContainer {
