@@ -118,5 +118,5 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl status: t
     const order = lines.filter((l) => !l.startsWith(' ')).slice(2).map((l) => l.split(/\s+/)[0]);
     expect(order).toEqual(view.rows.map((r) => r.node));
     expect(view.text).toContain('behind: the mesh said 1:2, it applied 1:1');
-  });
+  }, 240_000);
 });
