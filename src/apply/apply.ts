@@ -18,6 +18,8 @@ import { fingerprintOf, shouldSpeak } from '../report/speak.js';
 import type { ManagerChoice } from '../services/choose.js';
 import { serviceRuntime } from '../services/runtime.js';
 import type { Outbox } from '../report/outbox.js';
+import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../archive/limits.js';
+import type { ArchiveObjectsProvider } from '../archive/objects.js';
 
 /** Everything an apply needs from the host, passed in. */
 export interface HostEnv {
@@ -37,6 +39,10 @@ export interface HostEnv {
   verifyPauseMs?: number;
   /** Where reports wait for the link; every report made is written here before the store is saved. */
   outbox?: Outbox;
+  /** The mesh's archive store, asked for only when an archive must be fetched; absent without a link. */
+  archiveObjects?: ArchiveObjectsProvider;
+  /** Bounds of what an archive may unpack to, and of the kept archives (defaults: 1 GiB each). */
+  archiveLimits?: ArchiveLimits;
 }
 
 export interface ApplyRequest {
@@ -108,6 +114,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       removing: new Set(),
       changedFiles: new Set(),
       changedPaths: new Set(),
+      archives: { stateDir: env.stateDir, limits: env.archiveLimits ?? DEFAULT_ARCHIVE_LIMITS, ...(env.archiveObjects ? { objects: env.archiveObjects } : {}) },
       ...(services ? { services } : {}),
     };
     const planned = await planDeclaration(declaration, ctx, env.handlers);

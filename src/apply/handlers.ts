@@ -1,5 +1,5 @@
 import { BASE_HANDLERS, type HandlerTable } from '../resources/converge.js';
-import type { ServiceResource } from '../declaration/schema.js';
+import type { ArchiveResource, ServiceResource } from '../declaration/schema.js';
 import type { ResourceHandler } from '../resources/types.js';
 
 /** The service handler (and XState with it) is loaded only by an apply that has services. */
@@ -11,5 +11,12 @@ const lazyService: ResourceHandler<ServiceResource> = {
   verify: async (ctx) => (ctx.services ? (await service()).verify!(ctx) : []),
 };
 
+/** The archive handler (and node-tar with it) is loaded only by an apply that has archives. */
+const archive = () => import('../resources/archive.js').then((m) => m.archiveHandler);
+const lazyArchive: ResourceHandler<ArchiveResource> = {
+  converge: async (resource, ctx, apply) => (await archive()).converge(resource, ctx, apply),
+  remove: async (record, ctx, apply) => (await archive()).remove(record, ctx, apply),
+};
+
 /** Every resource type the host applies. */
-export const HANDLERS: HandlerTable = { ...BASE_HANDLERS, service: lazyService };
+export const HANDLERS: HandlerTable = { ...BASE_HANDLERS, service: lazyService, archive: lazyArchive };

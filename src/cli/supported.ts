@@ -1,7 +1,7 @@
 import type { Declaration } from '../declaration/schema.js';
 
 /** Resource types this host validates but cannot apply yet: refused whole, never half applied. */
-const NOT_YET: ReadonlySet<string> = new Set(['archive']);
+const NOT_YET: ReadonlySet<string> = new Set([]);
 
 export function unsupportedProblem(declaration: Declaration): string | undefined {
   const found = declaration.resources

@@ -36,15 +36,22 @@ export const FileResource = Type.Object(
   { additionalProperties: false },
 );
 
+/** Where an archive's bytes come from: inline (small), or an object of the mesh's archive store. */
+const ArchiveSource = Type.Union([
+  Type.Object({ inline: Type.String({ minLength: 1, maxLength: 256 * 1024, pattern: '^[A-Za-z0-9+/]*={0,2}$', description: 'a base64 tar or tar.gz, 256 KiB encoded at most' }) }, { additionalProperties: false }),
+  Type.Object({ object: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.+=@/-]{0,254}$', description: "an object's name in the bucket mesh_archives" }) }, { additionalProperties: false }),
+]);
+
 export const ArchiveResource = Type.Object(
   {
     type: Type.Literal('archive'),
     id: Id,
     path: AbsolutePath,
-    sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }),
-    source: Type.String({ minLength: 1, description: 'a base64 tar.gz' }),
+    sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'the sha256 (hex) of the archive file' }),
+    source: ArchiveSource,
     owner: Type.Optional(Account),
     group: Type.Optional(Account),
+    take: Type.Optional(Take),
   },
   { additionalProperties: false },
 );
@@ -57,7 +64,7 @@ export const ServiceResource = Type.Object(
     state: Type.Union([Type.Literal('running'), Type.Literal('stopped')]),
     enabled: Type.Optional(Type.Boolean()),
     restartOn: Type.Optional(Type.Array(Id, { maxItems: 1024 })),
-    reload: Type.Optional(Type.Boolean({ description: 'reload instead of restart when a restartOn file changed' })),
+    reload: Type.Optional(Type.Boolean({ description: 'reload instead of restart when a restartOn file or archive changed' })),
   },
   { additionalProperties: false },
 );

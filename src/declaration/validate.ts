@@ -102,7 +102,7 @@ export function pathProblem(path: string): string | undefined {
   return undefined;
 }
 
-/** Rules between resources: unique ids and paths, restartOn naming declared files, parents before children. */
+/** Rules between resources: unique ids and paths, restartOn naming declared files or archives, parents before children. */
 function checkRelations(resources: Resource[]): Problem[] {
   const problems: Problem[] = [];
   const ids = new Map<string, number>();
@@ -126,8 +126,8 @@ function checkRelations(resources: Resource[]): Problem[] {
     if (r.type === 'service') {
       (r.restartOn ?? []).forEach((ref, j) => {
         const target = ids.get(ref);
-        if (target === undefined || resources[target]!.type !== 'file') {
-          problems.push({ path: `/resources/${i}/restartOn/${j}`, message: `'${ref}' names no declared file` });
+        if (target === undefined || (resources[target]!.type !== 'file' && resources[target]!.type !== 'archive')) {
+          problems.push({ path: `/resources/${i}/restartOn/${j}`, message: `'${ref}' names no declared file or archive` });
         }
       });
       return;

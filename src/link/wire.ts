@@ -14,3 +14,5 @@ export const HEARTBEAT_SUBJECTS = 'mesh.heartbeat.>';
 /** The stream under a KV bucket, and the subject of one key in it. */
 export const DECLARATIONS_STREAM = `KV_${DECLARATIONS_BUCKET}`;
 export const DECLARATION_SUBJECTS = `$KV.${DECLARATIONS_BUCKET}.>`;
+/** Archives, in the JetStream Object Store: meshctl put-archive writes, hosts only read. */
+export const ARCHIVES_BUCKET = 'mesh_archives';

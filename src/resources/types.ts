@@ -6,6 +6,7 @@ import type { Accounts } from './accounts.js';
 import type { RootedFs } from './rooted-fs.js';
 import type { Amendment, WriteBatch } from './write-batch.js';
 import type { ServiceRuntime } from '../services/runtime.js';
+import type { ArchiveEnv } from '../archive/obtain.js';
 
 /** One step of a plan: no actions means nothing to do. */
 export interface Step {
@@ -54,10 +55,12 @@ export interface ConvergeContext {
   now: () => string;
   /** Paths whose records this apply removes first: a plan reads them as already gone. */
   removing: Set<string>;
-  /** Ids of files this apply changed: services naming them in restartOn act on it. */
+  /** Ids of files and archives this apply changed: services naming them in restartOn act on it. */
   changedFiles: Set<string>;
   /** Targets of the files changed by this apply, for daemon-reload. */
   changedPaths: Set<string>;
+  /** Where archives are kept, verified and journaled, and how objects are fetched. */
+  archives?: ArchiveEnv;
   /** Present when the declaration or the footprint holds services. */
   services?: ServiceRuntime;
 }

@@ -1,0 +1,60 @@
+import { ArchiveCache } from './cache.js';
+import { digestMismatch, sha256Hex, sha256OfFile } from './digest.js';
+import type { ArchiveLimits } from './limits.js';
+import type { ArchiveObjectsProvider } from './objects.js';
+import type { ArchiveBytes } from './read.js';
+import { ArchiveRefused } from './refusal.js';
+
+/** What archives need from the host, passed in. */
+export interface ArchiveEnv {
+  stateDir: string;
+  limits: ArchiveLimits;
+  /** The archive store over the link; absent when the host has no link (then object sources fail, saying so). */
+  objects?: ArchiveObjectsProvider;
+}
+
+export type ArchiveSource = { inline: string } | { object: string };
+
+/** Verified bytes, and what to do with them once read: keep a fetched archive, or let it go. */
+export interface Obtained {
+  bytes: ArchiveBytes;
+  /** How the bytes came: for the plan and the report. */
+  how: 'inline' | 'kept' | 'fetched';
+  /** Called once the archive was read: a fetched one read without refusal is kept, otherwise removed. */
+  settle(accepted: boolean): void;
+}
+
+const nothing = () => {};
+
+/**
+ * The declared archive, verified by sha256 before anything reads an entry of it: inline bytes, the
+ * kept copy in the state directory (hashed again before use), or, when `fetch` allows, the object
+ * streamed from the archive store. Undefined when only a fetch could give it and fetching is not
+ * allowed (a plan fetches nothing).
+ */
+export async function obtainArchive(env: ArchiveEnv, source: ArchiveSource, sha256: string, fetch: boolean): Promise<Obtained | undefined> {
+  if ('inline' in source) {
+    const bytes = Buffer.from(source.inline, 'base64');
+    const actual = sha256Hex(bytes);
+    if (actual !== sha256) throw digestMismatch('the inline archive', sha256, actual);
+    return { bytes: { kind: 'bytes', bytes }, how: 'inline', settle: nothing };
+  }
+  const cache = new ArchiveCache(env.stateDir);
+  const kept = cache.kept(sha256);
+  if (kept !== undefined) {
+    if ((await sha256OfFile(kept)) === sha256) {
+      cache.touch(kept);
+      return { bytes: { kind: 'file', path: kept }, how: 'kept', settle: nothing };
+    }
+    cache.discard(kept); // damaged on disk: fetched again below
+  }
+  if (!fetch) return undefined;
+  if (!env.objects) throw new ArchiveRefused('no-link', `object '${source.object}' needs the archive store, and this host has no link configured (no servers)`);
+  const objects = await env.objects();
+  const temporary = await cache.fetch(objects, source.object, sha256);
+  return {
+    bytes: { kind: 'file', path: temporary },
+    how: 'fetched',
+    settle: (accepted) => (accepted ? cache.admit(temporary, sha256) : cache.discard(temporary)),
+  };
+}

@@ -1,0 +1,249 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync, type Stats } from 'node:fs';
+import { join } from 'node:path';
+import { fsyncDirectory } from '../store/durable.js';
+import type { ArchiveLimits } from './limits.js';
+import { joinTarget } from './local-path.js';
+import { readArchive, type ArchiveBytes, type Manifest, type ManifestEntry } from './read.js';
+import { saveJournal, type Journal, type JournalEntry, type JournalOriginal, type Seen } from './journal.js';
+import { look, type Owner, type TargetFs } from './target.js';
+import { ArchiveRefused } from './refusal.js';
+
+const seenOf = (st: Stats): Seen => ({ ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs });
+const sameSeen = (a: Seen | undefined, st: Stats) => a !== undefined && a.ino === st.ino && a.size === st.size && a.mtimeMs === st.mtimeMs && a.ctimeMs === st.ctimeMs;
+const octal = (mode: number) => (mode & 0o7777).toString(8).padStart(4, '0');
+
+/** Mode and owner drift of one entry, as words ("mode 0700→0755"). */
+function metaDrift(st: Stats, mode: number, owner: Owner): string[] {
+  const out: string[] = [];
+  if ((st.mode & 0o7777) !== mode) out.push(`mode ${octal(st.mode)}→${octal(mode)}`);
+  if (st.uid !== owner.uid || st.gid !== owner.gid) out.push(`owner ${st.uid}:${st.gid}→${owner.uid}:${owner.gid}`);
+  return out;
+}
+
+/** A file that still is what the host wrote: same stat as last seen (or same content), mode, owner, one name. */
+function fileIntact(fs: TargetFs, path: string, st: Stats, entry: { mode: number; sha256?: string | undefined; seen?: Seen | undefined }, owner: Owner): boolean {
+  if (!st.isFile() || st.nlink !== 1 || metaDrift(st, entry.mode, owner).length > 0) return false;
+  if (sameSeen(entry.seen, st)) return true;
+  return createHash('sha256').update(fs.readFile(path, st.size)).digest('hex') === entry.sha256;
+}
+
+export interface Drift {
+  name: string;
+  why: string;
+}
+
+/**
+ * What of a complete journal no longer stands as it was unpacked: missing, changed content, mode or
+ * owner, a link planted at a file's name (replaced). Something that cannot be put right without
+ * following a link or removing what the host did not write is a problem. Reads only.
+ */
+export function driftOf(fs: TargetFs, target: string, journal: Journal, owner: Owner): { drift: Drift[]; problems: string[] } {
+  const drift: Drift[] = [];
+  const problems: string[] = [];
+  for (const entry of journal.entries) {
+    const path = joinTarget(target, entry.name);
+    const seen = look(fs, path);
+    if ('problem' in seen) {
+      problems.push(seen.problem);
+      continue;
+    }
+    const st = seen.st;
+    if (st === undefined) drift.push({ name: entry.name, why: 'missing' });
+    else if (entry.type === 'dir') {
+      if (st.isSymbolicLink()) problems.push(`${path} is a symbolic link (to ${fs.readlink(path)}), not followed`);
+      else if (!st.isDirectory()) problems.push(`${path} is not a directory`);
+      else {
+        const meta = metaDrift(st, entry.mode, owner);
+        if (meta.length > 0) drift.push({ name: entry.name, why: meta.join(', ') });
+      }
+    } else if (st.isSymbolicLink()) drift.push({ name: entry.name, why: `a symbolic link (to ${fs.readlink(path)}) stands there; replaced` });
+    else if (!st.isFile()) problems.push(`${path} is not a regular file`);
+    else if (!fileIntact(fs, path, st, entry, owner)) drift.push({ name: entry.name, why: [st.nlink > 1 ? 'hard link replaced' : '', ...metaDrift(st, entry.mode, owner), 'content'].filter(Boolean).join(', ') });
+  }
+  return { drift, problems };
+}
+
+/**
+ * Before a new archive is unpacked: every entry's place must be reachable without a link, and what
+ * stands there must be the host's (named by the old journal) or of the entry's own kind (then taken
+ * over, its original kept). Reads only; returns what was found at entries' places.
+ */
+export function preflight(fs: TargetFs, target: string, manifest: Manifest, old: Journal | undefined): { problems: string[]; found: Map<string, Stats> } {
+  const owned = new Set(old?.entries.map((e) => e.name));
+  const problems: string[] = [];
+  const found = new Map<string, Stats>();
+  for (const entry of manifest.entries) {
+    const path = joinTarget(target, entry.name);
+    const seen = look(fs, path);
+    if ('problem' in seen) {
+      problems.push(seen.problem);
+      continue;
+    }
+    const st = seen.st;
+    if (st === undefined) continue;
+    const ours = owned.has(entry.name);
+    if (st.isSymbolicLink()) {
+      if (!ours || entry.type !== 'file') problems.push(`${path} is a symbolic link (to ${fs.readlink(path)}), not followed`);
+    } else if (st.isDirectory() ? entry.type !== 'dir' : st.isFile() ? entry.type !== 'file' : true) {
+      if (!ours || !(st.isDirectory() || st.isFile())) problems.push(`${path} is ${kindOf(st)} where the archive has ${entry.type === 'dir' ? 'a directory' : 'a file'}`);
+    } else if (!ours) found.set(entry.name, st);
+  }
+  return { problems, found };
+}
+
+const kindOf = (st: Stats) => (st.isDirectory() ? 'a directory' : st.isFile() ? 'a file' : st.isFIFO() ? 'a fifo' : st.isSocket() ? 'a socket' : 'a device');
+
+/** What the journal records while a new archive replaces the old: every name either may have put there. */
+function union(old: Journal | undefined, next: JournalEntry[]): JournalEntry[] {
+  if (!old) return next;
+  const byName = new Map(next.map((e) => [e.name, e]));
+  // An old directory keeps its place so that its old children keep a listed parent.
+  const merged = old.entries.map((e) => (byName.has(e.name) && !(e.type === 'dir' && byName.get(e.name)!.type === 'file') ? byName.get(e.name)! : e));
+  const listed = new Set(old.entries.map((e) => e.name));
+  return [...merged, ...next.filter((e) => !listed.has(e.name))];
+}
+
+export interface UnpackRequest {
+  fs: TargetFs;
+  target: string;
+  bytes: ArchiveBytes;
+  sha256: string;
+  limits: ArchiveLimits;
+  manifest: Manifest;
+  /** The journal now on disk (the archive being replaced, or an unpack a crash cut short). */
+  old: Journal | undefined;
+  owner: Owner;
+  stateDir: string;
+  takenDir: string;
+  /** Whether the host made the target, and what it was before when it took it over. */
+  created: boolean;
+  original?: JournalOriginal;
+}
+
+export interface Unpacked {
+  journal: Journal;
+  written: number;
+  removed: number;
+  /** Old entries left in place, with why (a directory others filled). */
+  left: string[];
+}
+
+/**
+ * Unpacks a verified, inspected archive into its target through the rooted file system, and only
+ * then removes what the old archive had and the new one lacks. The journal is saved durably before
+ * anything is written (naming the old and the new entries) and after (the new ones alone, as they
+ * now look), so a crash at any instant leaves every entry of the host's named. A file already as the
+ * new archive has it is not written again.
+ */
+export async function unpack(request: UnpackRequest): Promise<Unpacked> {
+  const { fs, target, manifest, old, owner } = request;
+  const { problems, found } = preflight(fs, target, manifest, old);
+  if (problems.length > 0) throw new ArchiveRefused('in-the-way', problems.join('; '));
+  const oldByName = new Map(old?.entries.map((e) => [e.name, e]));
+  const entries: JournalEntry[] = manifest.entries.map((e) => journalEntryOf(e, oldByName.get(e.name), found.get(e.name), request));
+  saveJournal(request.stateDir, { version: 1, target, sha256: request.sha256, complete: false, created: request.created, ...(request.original ? { original: request.original } : {}), entries: union(old, entries) });
+
+  const byName = new Map(entries.map((e) => [e.name, e]));
+  let written = 0;
+  for (const entry of entries) {
+    if (entry.type !== 'dir') continue;
+    const path = joinTarget(target, entry.name);
+    let st = fs.lstat(path);
+    if (st !== undefined && !st.isDirectory()) {
+      await fs.unlink(path); // the old archive's file where the new one has a directory
+      st = undefined;
+    }
+    if (st === undefined) {
+      await fs.mkdir(path, entry.mode, owner.uid, owner.gid);
+      written++;
+    } else if (metaDrift(st, entry.mode, owner).length > 0) {
+      await fs.setDirectoryMeta(path, entry.mode, owner.uid, owner.gid);
+      written++;
+    }
+  }
+  await readArchive(request.bytes, request.limits, async (file, content) => {
+    const entry = byName.get(file.name);
+    if (!entry || entry.sha256 !== file.sha256) throw new ArchiveRefused('corrupt', `entry '${file.name}' read differently the second time; nothing more is written`);
+    const path = joinTarget(target, file.name);
+    const st = fs.lstat(path);
+    const before = oldByName.get(file.name);
+    if (st?.isFile() && before?.sha256 === entry.sha256 && fileIntact(fs, path, st, { ...before, mode: entry.mode }, owner)) {
+      entry.seen = seenOf(st);
+      return;
+    }
+    if (st?.isDirectory()) await removeEntries(fs, target, (old?.entries ?? []).filter((e) => e.name === file.name || e.name.startsWith(`${file.name}/`)));
+    await fs.writeFile(path, content, entry.mode, owner.uid, owner.gid);
+    entry.seen = seenOf(fs.lstat(path)!);
+    written++;
+  });
+
+  const leaving = (old?.entries ?? []).filter((e) => !byName.has(e.name));
+  const gone = await removeEntries(fs, target, leaving, request.takenDir);
+  const journal: Journal = { version: 1, target, sha256: request.sha256, complete: true, created: request.created, ...(request.original ? { original: request.original } : {}), entries };
+  saveJournal(request.stateDir, journal);
+  return { journal, written, removed: gone.removed, left: gone.left };
+}
+
+function journalEntryOf(e: ManifestEntry, before: JournalEntry | undefined, found: Stats | undefined, request: UnpackRequest): JournalEntry {
+  const entry: JournalEntry = { name: e.name, type: e.type, mode: e.mode, ...(e.sha256 ? { sha256: e.sha256 } : {}) };
+  if (before?.seen && before.sha256 === e.sha256) entry.seen = before.seen;
+  // What the host took over keeps its original (an earlier take's, or kept now).
+  const original = before?.original ?? (found ? keepOriginal(request, e, found) : undefined);
+  if (original) entry.original = original;
+  return entry;
+}
+
+/** A found file's content under taken/ (by the hash of its path), and its mode and owner. */
+function keepOriginal(request: UnpackRequest, entry: ManifestEntry, st: Stats): JournalOriginal {
+  const meta = { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
+  if (entry.type === 'dir') return meta;
+  const path = joinTarget(request.target, entry.name);
+  const copy = createHash('sha256').update(path).digest('hex');
+  mkdirSync(request.takenDir, { recursive: true, mode: 0o700 });
+  writeFileSync(join(request.takenDir, copy), request.fs.readFile(path, st.size), { mode: 0o600 });
+  fsyncDirectory(request.takenDir);
+  return { ...meta, copy };
+}
+
+/**
+ * Takes off exactly these journal entries: files (or their originals given back) first, then
+ * directories deepest first, each only when empty. A link or anything else the host never writes is
+ * left where it stands; so is a directory others filled. Refused whole, before anything goes, when
+ * a place cannot be reached without following a link.
+ */
+export async function removeEntries(fs: TargetFs, target: string, entries: JournalEntry[], takenDir?: string): Promise<{ removed: number; left: string[] }> {
+  const looks = entries.map((entry) => ({ entry, path: joinTarget(target, entry.name), seen: look(fs, joinTarget(target, entry.name)) }));
+  const unreachable = looks.flatMap((l) => ('problem' in l.seen ? [l.seen.problem] : []));
+  if (unreachable.length > 0) throw new ArchiveRefused('in-the-way', `${unreachable.join('; ')}; nothing was removed`);
+  let removed = 0;
+  const left: string[] = [];
+  const depth = (name: string) => name.split('/').length;
+  const files = looks.filter((l) => 'st' in l.seen && l.seen.st !== undefined && !l.seen.st.isDirectory());
+  const dirs = looks.filter((l) => 'st' in l.seen && l.seen.st?.isDirectory()).sort((a, b) => depth(b.entry.name) - depth(a.entry.name));
+  for (const { entry, path, seen } of files) {
+    const st = (seen as { st: Stats }).st;
+    const original = entry.original;
+    if (original?.copy !== undefined && takenDir !== undefined) {
+      const copy = join(takenDir, original.copy);
+      await fs.writeFile(path, readFileSync(copy), original.mode, original.uid, original.gid);
+      unlinkSync(copy);
+      continue;
+    }
+    if (!st.isFile()) {
+      left.push(`${path}: ${st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'} the host did not write; left`);
+      continue;
+    }
+    await fs.unlink(path);
+    removed++;
+  }
+  for (const { entry, path } of dirs) {
+    if (entry.original) {
+      await fs.setDirectoryMeta(path, entry.original.mode, entry.original.uid, entry.original.gid);
+      continue;
+    }
+    if (await fs.rmdir(path)) removed++;
+    else left.push(`${path}: holds what others put there; left`);
+  }
+  return { removed, left };
+}

@@ -1,0 +1,183 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ArchiveResource } from '../declaration/schema.js';
+import { ArchiveCache } from '../archive/cache.js';
+import { dropJournal, journaledArchives, readJournal, type Journal } from '../archive/journal.js';
+import { joinTarget } from '../archive/local-path.js';
+import { obtainArchive, type ArchiveEnv } from '../archive/obtain.js';
+import { readArchive, type Manifest } from '../archive/read.js';
+import { ArchiveRefused } from '../archive/refusal.js';
+import { look, type Owner } from '../archive/target.js';
+import { driftOf, preflight, removeEntries, unpack } from '../archive/unpack.js';
+import type { ResourceRecord } from '../store/state.js';
+import { foundVerdict, HELD_REASON, metaDrift, ownRecord } from './ownership.js';
+import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+
+/** The target directory itself: 0755, the resource's owner and group (root by default). */
+const TARGET_MODE = 0o755;
+const short = (sha: string) => sha.slice(0, 12);
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : word.endsWith('y') ? '' : 's'}`;
+const entries = (n: number) => (n === 1 ? '1 entry' : `${n} entries`);
+
+function ownerOf(resource: ArchiveResource, ctx: ConvergeContext): Owner | string {
+  const uid = ctx.accounts.uid(resource.owner ?? 'root');
+  if (uid === undefined) return `owner '${resource.owner}' does not exist on this machine`;
+  const gid = ctx.accounts.gid(resource.group ?? 'root');
+  if (gid === undefined) return `group '${resource.group}' does not exist on this machine`;
+  return { uid, gid };
+}
+
+/** A refusal of the archive or its journal is the step's problem; anything else is a fault. */
+function asProblem(err: unknown): string {
+  if (err instanceof ArchiveRefused || (err as Error).name === 'PathRefused') return (err as Error).message;
+  throw err;
+}
+
+function isEmptyDirectory(ctx: ConvergeContext, target: string): boolean {
+  // Read only: the target was just lstat'd through the rooted checks (a directory, no link on the way).
+  return readdirSync(join(ctx.fs.root, target)).length === 0;
+}
+
+function sourceWords(resource: ArchiveResource): string {
+  return 'object' in resource.source ? `object '${resource.source.object}'` : 'inline';
+}
+
+export const archiveHandler: ResourceHandler<ArchiveResource> = {
+  async converge(resource, ctx, apply): Promise<Checked> {
+    const target = resource.path;
+    const step = (actions: string[]) => stepOf(resource, target, actions);
+    const refuse = (problem: string): Checked => ({ step: step([]), verb: 'none', problem });
+    const env = ctx.archives;
+    if (!env) return refuse('archives are not available to this apply (no state directory was given for them)');
+    const owner = ownerOf(resource, ctx);
+    if (typeof owner === 'string') return refuse(owner);
+    let journal: Journal | undefined;
+    try {
+      journal = readJournal(env.stateDir, target);
+    } catch (err) {
+      return refuse(asProblem(err));
+    }
+    const seen = ctx.removing.has(target) && !apply ? { st: undefined } : look(ctx.fs, target);
+    if ('problem' in seen) return refuse(seen.problem);
+    const st = seen.st;
+    if (st?.isSymbolicLink()) return refuse(`${target} is a symbolic link (to ${ctx.fs.readlink(target)}), not followed`);
+    if (st && !st.isDirectory()) return refuse(`${target} exists and is not a directory`);
+    const record = ownRecord(ctx, resource.id, 'archive', target);
+    const keepRecord = (created: boolean) => {
+      if (apply) ctx.store.record({ id: resource.id, type: 'archive', target, origin: ctx.origin, created, appliedAt: ctx.now() } satisfies ResourceRecord);
+    };
+
+    // The same archive, unpacked whole: stat, compare, move on; drift is restored.
+    if (journal?.complete && journal.sha256 === resource.sha256 && st) {
+      const targetDrift = metaDrift(st, { mode: TARGET_MODE, ...owner }, ctx.accounts);
+      const { drift, problems } = driftOf(ctx.fs, target, journal, owner);
+      if (problems.length > 0) return refuse(problems.join('; '));
+      if (drift.length === 0 && targetDrift.length === 0) {
+        if (!record) keepRecord(journal.created);
+        return { step: step([]), verb: 'none' };
+      }
+      const actions = [...targetDrift, ...(drift.length ? [`restore ${entries(drift.length)}: ${drift.slice(0, 5).map((d) => `${d.name} (${d.why})`).join(', ')}${drift.length > 5 ? ', …' : ''}`] : [])];
+      if (!apply) return { step: step(actions), verb: 'update' };
+      return carryOut(resource, ctx, env, owner, journal, st !== undefined, actions, 'update');
+    }
+
+    // A new archive here: first unpack, a replacement, or an unpack a crash cut short.
+    const found = st !== undefined && !journal && !isEmptyDirectory(ctx, target);
+    if (found && foundVerdict(resource, ctx) === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
+    const verb = journal ? 'update' : st ? 'take' : 'create';
+    const actions: string[] = [];
+    if (!st) actions.push('create');
+    if (journal && journal.sha256 !== resource.sha256) actions.push(`replace ${short(journal.sha256)}→${short(resource.sha256)}`);
+    else if (journal) actions.push(`finish the unpack of ${short(resource.sha256)} cut short`);
+    let manifest: Manifest | undefined;
+    try {
+      // A plan fetches nothing: an archive known without the link (inline, kept) is read and checked now.
+      const known = await obtainArchive(env, resource.source, resource.sha256, false);
+      if (known) manifest = await readArchive(known.bytes, env.limits);
+    } catch (err) {
+      return refuse(asProblem(err));
+    }
+    if (manifest) {
+      const { problems } = preflight(ctx.fs, target, manifest, journal);
+      if (problems.length > 0) return refuse(problems.join('; '));
+      const leaving = journal ? journal.entries.filter((e) => !manifest.entries.some((m) => m.name === e.name)).length : 0;
+      actions.push(`unpack ${short(resource.sha256)} (${entries(manifest.entries.length)}, ${manifest.bytes} bytes)`, ...(leaving ? [`remove ${entries(leaving)} the new archive lacks`] : []));
+    } else {
+      actions.push(`fetch ${sourceWords(resource)}`, `unpack ${short(resource.sha256)}`);
+    }
+    if (!apply) return { step: step(actions), verb, ...(verb === 'take' ? { detail: 'found here; taken over, originals of what the archive overwrites kept' } : {}) };
+    return carryOut(resource, ctx, env, owner, journal, st !== undefined, actions, verb);
+  },
+
+  async remove(record, ctx, apply): Promise<Checked> {
+    const target = record.target;
+    const env = ctx.archives;
+    const step = (actions: string[]) => stepOf(record, target, actions);
+    if (!env) return { step: step([]), verb: 'none', problem: 'archives are not available to this apply' };
+    let journal: Journal | undefined;
+    try {
+      journal = readJournal(env.stateDir, target);
+    } catch (err) {
+      return { step: step([]), verb: 'none', problem: asProblem(err) };
+    }
+    if (!journal) {
+      if (apply) ctx.store.forget(record.id);
+      return { step: step(['remove']), verb: 'remove', detail: 'no journal: nothing unpacked is known, nothing removed' };
+    }
+    const unreachable = journal.entries.flatMap((e) => {
+      const seen = look(ctx.fs, joinTarget(target, e.name));
+      return 'problem' in seen ? [seen.problem] : [];
+    });
+    if (unreachable.length > 0) return { step: step([]), verb: 'none', problem: `${unreachable.join('; ')}; nothing was removed` };
+    const actions = ['remove', entries(journal.entries.length)];
+    if (!apply) return { step: step(actions), verb: 'remove' };
+    const gone = await removeEntries(ctx.fs, target, journal.entries, ctx.takenDir);
+    const left = [...gone.left];
+    if (journal.created) {
+      if (!(await ctx.fs.rmdir(target))) left.push(`${target}: holds what others put there; left`);
+    } else if (journal.original) {
+      ctx.fs.setDirectoryMeta(target, journal.original.mode, journal.original.uid, journal.original.gid);
+    }
+    dropJournal(env.stateDir, target);
+    new ArchiveCache(env.stateDir).prune(journaledArchives(env.stateDir), env.limits.cacheBytes);
+    ctx.store.forget(record.id);
+    return { step: step(actions), verb: 'remove', ...(left.length ? { detail: left.join('; ') } : {}) };
+  },
+};
+
+/** Obtains (fetching when needed), verifies, reads and unpacks; a refusal leaves nothing of the archive written. */
+async function carryOut(resource: ArchiveResource, ctx: ConvergeContext, env: ArchiveEnv, owner: Owner, journal: Journal | undefined, targetExists: boolean, actions: string[], verb: Checked['verb']): Promise<Checked> {
+  const target = resource.path;
+  const obtained = await obtainArchive(env, resource.source, resource.sha256, true);
+  let accepted = false;
+  try {
+    const manifest = await readArchive(obtained!.bytes, env.limits);
+    const { problems } = preflight(ctx.fs, target, manifest, journal);
+    if (problems.length > 0) throw new ArchiveRefused('in-the-way', problems.join('; '));
+    let created = journal?.created ?? !targetExists;
+    let original = journal?.original;
+    const st = ctx.fs.lstat(target);
+    if (!st) {
+      ctx.fs.mkdir(target, TARGET_MODE, owner.uid, owner.gid);
+      created = journal?.created ?? true;
+    } else {
+      if (!journal) original = { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
+      if (metaDrift(st, { mode: TARGET_MODE, ...owner }, ctx.accounts).length > 0) ctx.fs.setDirectoryMeta(target, TARGET_MODE, owner.uid, owner.gid);
+    }
+    const done = await unpack({
+      fs: ctx.fs, target, bytes: obtained!.bytes, sha256: resource.sha256, limits: env.limits, manifest, old: journal, owner,
+      stateDir: env.stateDir, takenDir: ctx.takenDir, created, ...(original ? { original } : {}),
+    });
+    accepted = true;
+    ctx.store.record({ id: resource.id, type: 'archive', target, origin: ctx.origin, created, appliedAt: ctx.now() });
+    if (done.written > 0 || done.removed > 0) {
+      ctx.changedFiles.add(resource.id);
+      ctx.changedPaths.add(target);
+    }
+    const detail = [`${plural(done.written, 'write')}, ${plural(done.removed, 'removal')} (${obtained!.how})`, ...done.left].join('; ');
+    return { step: stepOf(resource, target, actions), verb, detail };
+  } finally {
+    obtained?.settle(accepted);
+    if (accepted) new ArchiveCache(env.stateDir).prune(journaledArchives(env.stateDir), env.limits.cacheBytes);
+  }
+}
