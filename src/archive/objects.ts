@@ -3,6 +3,10 @@ import { Readable } from 'node:stream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { ObjectStore } from '@nats-io/obj';
 import { ARCHIVES_BUCKET } from '../link/wire.js';
+import type { Resource } from '../declaration/schema.js';
+import { isEnvelope } from '../declaration/envelope.js';
+import { connectLink, type LinkSettings } from '../link/connect.js';
+import type { Logger } from '../system/log.js';
 import { lazy } from '../system/interop.js';
 import { ArchiveRefused } from './refusal.js';
 
@@ -72,4 +76,93 @@ export async function putArchiveObject(nc: NatsConnection, name: string, file: s
   const stream = Readable.toWeb(createReadStream(file, { highWaterMark: 128 * 1024 })) as unknown as ReadableStream<Uint8Array>;
   const info = await bucket.put({ name }, stream);
   return infoOf(info)!;
+}
+
+/**
+ * What `meshctl send` refuses before a declaration reaches the mesh: an archive whose object is not
+ * in the store, or whose digest is not the stored object's (hosts would fail it one by one).
+ */
+export async function archiveObjectProblems(nc: NatsConnection, sent: unknown): Promise<string[]> {
+  const wanted = archivesNamed(sent);
+  if (wanted.length === 0) return [];
+  const objects = natsArchiveObjects(nc);
+  const problems: string[] = [];
+  for (const w of wanted) {
+    let info;
+    try {
+      info = await objects.info(w.object);
+    } catch (err) {
+      problems.push(`/resources/${w.i} (archive '${w.id}'): object '${w.object}' cannot be looked up: ${(err as Error).message}`);
+      continue;
+    }
+    if (!info) problems.push(`/resources/${w.i} (archive '${w.id}'): object '${w.object}' is not in ${ARCHIVES_BUCKET} (upload it with meshctl put-archive)`);
+    else if (info.sha256 !== w.sha256) problems.push(`/resources/${w.i} (archive '${w.id}'): the declaration says sha256 ${w.sha256}, the stored object '${w.object}' has ${info.sha256}`);
+  }
+  return problems;
+}
+
+const perConnection = new WeakMap<NatsConnection, ArchiveObjects>();
+
+/** The archive store over a connection held elsewhere (the daemon's link); refused while there is none. */
+export function connectionArchiveObjects(connection: () => NatsConnection | undefined, why: () => string): ArchiveObjectsProvider {
+  return async () => {
+    const nc = connection();
+    if (!nc || nc.isClosed()) throw new ArchiveRefused('no-link', `the archive store cannot be reached: ${why()}`);
+    let objects = perConnection.get(nc);
+    if (!objects) perConnection.set(nc, (objects = natsArchiveObjects(nc)));
+    return objects;
+  };
+}
+
+/** Where a one-shot command (apply FILE, genesis) finds the store: the configuration's link, or a bundle's. */
+export interface ArchiveLink {
+  settings: Omit<LinkSettings, 'name' | 'persistent'>;
+}
+
+/**
+ * The archive store for a one-shot command: connected on first need over the link settings it is
+ * given (once, within a bound, as commands connect), closed when the command ends. Without servers it
+ * refuses, saying there is no link.
+ */
+export function onDemandArchiveObjects(link: ArchiveLink, log: Logger): { provider: ArchiveObjectsProvider; close(): Promise<void> } {
+  let nc: Promise<NatsConnection> | undefined;
+  return {
+    provider: async () => {
+      if (link.settings.servers.length === 0) throw new ArchiveRefused('no-link', 'an object source needs the link, and none is configured (no servers in the configuration)');
+      nc ??= connectLink({ ...link.settings, name: 'mesh-host (archive fetch)', persistent: false }, log);
+      try {
+        return natsArchiveObjects(await nc);
+      } catch (err) {
+        nc = undefined;
+        throw new ArchiveRefused('fetch-failed', `the archive store cannot be reached: ${(err as Error).message}`);
+      }
+    },
+    close: async () => {
+      const open = nc;
+      nc = undefined;
+      if (open) await (await open.catch(() => undefined))?.close();
+    },
+  };
+}
+
+/**
+ * The archive objects a declaration as sent names (plain, or the payload of an envelope), read before
+ * the declaration is checked whole: whatever is not an archive with an object source is skipped here,
+ * and refused by the host's validation as it would be anyway.
+ */
+function archivesNamed(sent: unknown): Array<{ i: number; id: string; object: string; sha256: string }> {
+  let value = sent;
+  if (isEnvelope(value)) {
+    try {
+      value = JSON.parse(Buffer.from(value.payload, 'base64').toString('utf8'));
+    } catch {
+      return [];
+    }
+  }
+  const resources = (value as { resources?: unknown } | null)?.resources;
+  if (!Array.isArray(resources)) return [];
+  return (resources as Array<Partial<Resource> | null>).flatMap((r, i) => {
+    if (r?.type !== 'archive' || typeof r.source !== 'object' || r.source === null || !('object' in r.source) || typeof r.source.object !== 'string' || typeof r.sha256 !== 'string') return [];
+    return [{ i, id: String(r.id), object: r.source.object, sha256: r.sha256 }];
+  });
 }

@@ -9,6 +9,8 @@ import { HANDLERS } from '../apply/handlers.js';
 import type { ManagerChoice } from '../services/choose.js';
 import { systemAccounts } from '../resources/accounts.js';
 import type { HostEnv } from '../apply/apply.js';
+import { onDemandArchiveObjects, type ArchiveLink } from '../archive/objects.js';
+import { linkAuthOf } from '../link/connect.js';
 import { DEFAULT_CONFIG, DEFAULT_STATE_DIR, stringFlag, type CommandContext } from './context.js';
 
 export const KEPT_DECLARATION = 'declared.json';
@@ -35,6 +37,8 @@ export interface OpenHost {
   store: Store;
   env: HostEnv;
   hasKeptDeclaration: boolean;
+  /** The link an archive of this command is fetched over (genesis points it at the bundle's). */
+  archiveLink?: ArchiveLink;
 }
 
 /**
@@ -46,6 +50,8 @@ export async function withHost<T>(ctx: CommandContext, command: string, run: (ho
   const { config } = loadConfig(paths.configPath);
   ensureStateDir(paths.stateDir);
   const lock: HeldLock = await acquireLock(paths.stateDir, { command: `mesh-host ${command}`, timeoutMs: config.lockTimeoutMs });
+  const archiveLink: ArchiveLink = { settings: { servers: config.servers, ...linkAuthOf(config) } };
+  const archives = onDemandArchiveObjects(archiveLink, ctx.log);
   try {
     const store = openStore(paths.stateDir, ctx.log);
     let choice: Promise<ManagerChoice> | undefined;
@@ -62,9 +68,12 @@ export async function withHost<T>(ctx: CommandContext, command: string, run: (ho
       serviceManager: () => (choice ??= import('../services/choose.js').then(({ chooseServiceManager }) => chooseServiceManager(ctx.runner, config.serviceManager))),
       verifyPauseMs: config.verifyPauseMs,
       outbox: new Outbox(paths.stateDir, config.outbox),
+      archiveObjects: archives.provider,
+      ...(config.archiveLimits ? { archiveLimits: config.archiveLimits } : {}),
     };
-    return await run({ paths, config, store, env, hasKeptDeclaration: existsSync(join(paths.stateDir, KEPT_DECLARATION)) });
+    return await run({ paths, config, store, env, hasKeptDeclaration: existsSync(join(paths.stateDir, KEPT_DECLARATION)), archiveLink });
   } finally {
+    await archives.close();
     lock.release();
   }
 }

@@ -6,6 +6,7 @@ const commands: CommandTable = {
   sign: async () => (await import('./commands/keys.js')).signCommand,
   bundle: async () => (await import('./commands/bundle.js')).bundleCommand,
   send: async () => (await import('./commands/mesh.js')).sendCommand,
+  'put-archive': async () => (await import('./commands/put-archive.js')).putArchiveCommand,
   reports: async () => (await import('./commands/mesh.js')).reportsCommand,
   status: async () => (await import('./commands/mesh.js')).statusCommand,
 };

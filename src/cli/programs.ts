@@ -25,6 +25,7 @@ const options: Record<string, OptionSpec> = {
   epoch: { type: 'string', value: 'N', help: 'the epoch the declaration is sent in' },
   replicas: { type: 'string', value: 'N', help: 'copies the mesh keeps of declarations and reports (default: one a server, up to 3)' },
   offline: { type: 'boolean', help: 'make the bundle without writing the node\'s key (the first send must come after genesis)' },
+  name: { type: 'string', value: 'NAME', help: 'the archive\'s name in the store (default: the file name)' },
 };
 const oneShot = ['dry-run', 'diff', 'detailed-exitcodes'];
 
@@ -58,6 +59,7 @@ export const meshctlProgram: ProgramSpec = {
     sign: { summary: 'sign a declaration; prints the envelope', args: ['FILE'], options: ['key'] },
     bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'out'] },
     send: { summary: 'put a declaration into the mesh for NODE', args: ['NODE', 'FILE'], options: ['key', 'epoch', 'replicas', ...linkOptions] },
+    'put-archive': { summary: 'upload an archive to the mesh\'s store; prints the resource to paste', args: ['FILE'], options: ['name', ...linkOptions] },
     reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'replicas', ...linkOptions] },
     status: { summary: 'the fleet, one line a node (exit 1 when any failed, is silent or has not reported); with NODE, ask that host', args: ['NODE?'], options: linkOptions },
   },

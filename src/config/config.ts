@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { cannotStart } from '../system/errors.js';
 import type { LinkAuth } from '../link/connect.js';
+import type { ArchiveLimits } from '../archive/limits.js';
 
 /** /etc/mesh-host/host.json: written by genesis from the bundle, edited by operators. */
 export interface HostConfig extends LinkAuth {
@@ -17,6 +18,8 @@ export interface HostConfig extends LinkAuth {
   rereadMs?: number;
   /** How often the heartbeat is published (the first after a random part of it). */
   heartbeatMs?: number;
+  /** Bounds of archives: what one may unpack to, how many entries, how much verified archives kept may take. */
+  archiveLimits?: ArchiveLimits;
   /** Forces the service manager instead of taking it from the inventory. */
   serviceManager?: 'systemd' | 'openrc';
   /**

@@ -13,6 +13,7 @@ import { takeInventory } from '../inventory/inventory.js';
 import { probeLinks, type Link } from '../inventory/links.js';
 import { LinkSession } from '../link/session.js';
 import { linkAuthOf } from '../link/connect.js';
+import { connectionArchiveObjects } from '../archive/objects.js';
 import { Outbox, REPORT_HEADROOM } from '../report/outbox.js';
 import { systemAccounts } from '../resources/accounts.js';
 import { chooseServiceManager, type ManagerChoice } from '../services/choose.js';
@@ -71,6 +72,8 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     verifyPauseMs: config.verifyPauseMs,
     outbox,
     facts: async () => ({ links: await linksFact() }),
+    archiveObjects: connectionArchiveObjects(() => link?.connection, () => (config.servers.length === 0 ? 'no servers are configured' : 'the link is not connected')),
+    ...(config.archiveLimits ? { archiveLimits: config.archiveLimits } : {}),
   });
 
   // The links are probed at most every 30 s: three `ip` processes an apply would cost more than the

@@ -48,6 +48,11 @@ export class LinkSession {
 
   constructor(private readonly options: LinkOptions, private readonly handlers: LinkHandlers) {}
 
+  /** The live connection, for what reads over the link besides declarations (archives); undefined until it opens. */
+  get connection(): NatsConnection | undefined {
+    return this.nc;
+  }
+
   async open(): Promise<void> {
     const { log, node } = this.options;
     // The client waits for servers by itself; what stops it here is a credential that cannot be

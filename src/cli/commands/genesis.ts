@@ -43,6 +43,8 @@ export async function genesisCommand(ctx: CommandContext): Promise<number> {
     if (problem) throw refused(`${file}: ${problem}; nothing was touched`);
 
     host.env.node = bundle.node;
+    // Before genesis the configuration has no link: an archive of the bundle is fetched over the bundle's.
+    if (host.archiveLink) host.archiveLink.settings = { servers: bundle.link.servers, ...linkAuthOf(bundle.link) };
     const result = await applyDeclaration(host.env, {
       received,
       origin: 'mesh',

@@ -10,6 +10,7 @@ import { readSeed } from './keys.js';
 import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
 import { lazy } from '../../system/interop.js';
 import { asSigned, checkPayloadSize, describeMark, numberAndSign, openDeclarations, putNumbered, refuseUnlessNewer } from './numbering.js';
+import { archiveObjectProblems } from '../../archive/objects.js';
 
 export async function connectControl(ctx: CommandContext): Promise<NatsConnection> {
   return connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl', persistent: false, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
@@ -63,6 +64,9 @@ export async function sendCommand(ctx: CommandContext): Promise<number> {
   const nc = await connectWire(ctx);
   try {
     const kv = await openDeclarations(nc);
+    // Hosts would fail an archive whose object is missing or differs: refused here, before it is sent.
+    const missing = await archiveObjectProblems(nc, parsed);
+    if (missing.length > 0) throw refused(`${file}: the archive store does not hold what it names; nothing was sent`, missing);
     const { revision, mark } = await putNumbered(nc, kv, node, async (record) => {
       const made = isEnvelope(parsed) ? await asSigned(bytes, file, node) : await numberAndSign(parsed, bytes, file, node, record, epochFlag, seed!);
       refuseUnlessNewer(made.mark, record, file, node);
