@@ -42,7 +42,7 @@ export interface HostEnv {
   /** The mesh's archive store, asked for only when an archive must be fetched; absent without a link. */
   archiveObjects?: ArchiveObjectsProvider;
   /** Bounds of what an archive may unpack to, and of the kept archives (defaults: 1 GiB each). */
-  archiveLimits?: ArchiveLimits;
+  archiveLimits?: Partial<ArchiveLimits>;
 }
 
 export interface ApplyRequest {
@@ -114,7 +114,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       removing: new Set(),
       changedFiles: new Set(),
       changedPaths: new Set(),
-      archives: { stateDir: env.stateDir, limits: env.archiveLimits ?? DEFAULT_ARCHIVE_LIMITS, ...(env.archiveObjects ? { objects: env.archiveObjects } : {}) },
+      archives: { stateDir: env.stateDir, limits: { ...DEFAULT_ARCHIVE_LIMITS, ...env.archiveLimits }, ...(env.archiveObjects ? { objects: env.archiveObjects } : {}) },
       ...(services ? { services } : {}),
     };
     const planned = await planDeclaration(declaration, ctx, env.handlers);

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { constants, mkdirSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync } from 'node:fs';
+import { constants, mkdirSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, utimesSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ArchiveObjects } from './objects.js';
@@ -89,11 +89,17 @@ export class ArchiveCache {
     return path;
   }
 
+  /** Removes a file of the cache, and the cache's folder when that leaves it empty (a refusal leaves nothing). */
   discard(path: string): void {
     try {
       unlinkSync(path);
     } catch {
       // gone already
+    }
+    try {
+      rmdirSync(this.dir);
+    } catch {
+      // other archives are kept
     }
   }
 

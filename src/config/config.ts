@@ -19,7 +19,7 @@ export interface HostConfig extends LinkAuth {
   /** How often the heartbeat is published (the first after a random part of it). */
   heartbeatMs?: number;
   /** Bounds of archives: what one may unpack to, how many entries, how much verified archives kept may take. */
-  archiveLimits?: ArchiveLimits;
+  archiveLimits?: Partial<ArchiveLimits>;
   /** Forces the service manager instead of taking it from the inventory. */
   serviceManager?: 'systemd' | 'openrc';
   /**
