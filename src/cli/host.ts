@@ -9,7 +9,7 @@ import { HANDLERS } from '../apply/handlers.js';
 import type { ManagerChoice } from '../services/choose.js';
 import { systemAccounts } from '../resources/accounts.js';
 import type { HostEnv } from '../apply/apply.js';
-import { onDemandArchiveObjects, type ArchiveLink } from '../archive/objects.js';
+import { onDemandArchiveObjects, type ArchiveLink, type ArchiveObjectsProvider } from '../archive/objects.js';
 import { linkAuthOf } from '../link/connect.js';
 import { DEFAULT_CONFIG, DEFAULT_STATE_DIR, stringFlag, type CommandContext } from './context.js';
 
@@ -39,6 +39,8 @@ export interface OpenHost {
   hasKeptDeclaration: boolean;
   /** The link an archive of this command is fetched over (genesis points it at the bundle's). */
   archiveLink?: ArchiveLink;
+  /** The archive store over archiveLink, connected on first need; env.archiveObjects is it when there are servers. */
+  archiveStore?: ArchiveObjectsProvider;
 }
 
 /**
@@ -68,10 +70,10 @@ export async function withHost<T>(ctx: CommandContext, command: string, run: (ho
       serviceManager: () => (choice ??= import('../services/choose.js').then(({ chooseServiceManager }) => chooseServiceManager(ctx.runner, config.serviceManager))),
       verifyPauseMs: config.verifyPauseMs,
       outbox: new Outbox(paths.stateDir, config.outbox),
-      archiveObjects: archives.provider,
+      ...(config.servers.length > 0 ? { archiveObjects: archives.provider } : {}),
       ...(config.archiveLimits ? { archiveLimits: config.archiveLimits } : {}),
     };
-    return await run({ paths, config, store, env, hasKeptDeclaration: existsSync(join(paths.stateDir, KEPT_DECLARATION)), archiveLink });
+    return await run({ paths, config, store, env, hasKeptDeclaration: existsSync(join(paths.stateDir, KEPT_DECLARATION)), archiveLink, archiveStore: archives.provider });
   } finally {
     await archives.close();
     lock.release();

@@ -102,6 +102,8 @@ export const archiveHandler: ResourceHandler<ArchiveResource> = {
       if (problems.length > 0) return refuse(problems.join('; '));
       const leaving = journal ? journal.entries.filter((e) => !manifest.entries.some((m) => m.name === e.name)).length : 0;
       actions.push(`unpack ${short(resource.sha256)} (${entries(manifest.entries.length)}, ${manifest.bytes} bytes)`, ...(leaving ? [`remove ${entries(leaving)} the new archive lacks`] : []));
+    } else if (!env.objects) {
+      return refuse(new ArchiveRefused('no-link', `${sourceWords(resource)} must be fetched from the archive store, and this host has no link (no servers are configured)`).message);
     } else {
       actions.push(`fetch ${sourceWords(resource)}`, `unpack ${short(resource.sha256)}`);
     }

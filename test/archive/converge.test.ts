@@ -155,13 +155,13 @@ describe('an archive converges', () => {
     expect(readdirSync(host.stateDir).sort()).toEqual(before.state);
   });
 
-  it('an object source with no link fails that resource, saying there is no link; nothing is unpacked', async () => {
+  it('an object source with no link refuses the apply, saying there is no link; nothing is touched', async () => {
     host = testHost({ handlers: HANDLERS, dirs: ['opt'] });
     const file = archive({ x: 'x' });
-    const report = reportOf(await host.apply(declaration([objectArchive('x', '/opt/x', file, 'x.tgz')])));
-    expect(report.outcome).toBe('failed');
-    expect(report.error?.message).toMatch(/no link/);
-    expect(existsSync(join(host.root, 'opt/x'))).toBe(false);
+    const result = await host.apply(declaration([{ type: 'directory', id: 'd', path: '/opt/d' }, objectArchive('x', '/opt/x', file, 'x.tgz')]));
+    expect(result.kind).toBe('refused');
+    expect(result.kind === 'refused' && result.details).toEqual(["x (/opt/x): object 'x.tgz' must be fetched from the archive store, and this host has no link (no servers are configured)"]);
+    expect(readdirSync(join(host.root, 'opt'))).toEqual([]);
   });
 
   it('a missing object fails the resource, naming it', async () => {

@@ -92,12 +92,12 @@ describe('mesh-host apply', () => {
     expect(hashTree(s.root)).toEqual(before);
   });
 
-  it('refuses archives as not supported yet, touching nothing', async () => {
-    const s = setup([{ type: 'directory', id: 'a', path: '/srv/a' }, { type: 'archive', id: 'bin', path: '/srv/bin', sha256: 'a'.repeat(64), source: 'H4sI' }]);
+  it('refuses an archive to be fetched when no link is configured, saying so, touching nothing', async () => {
+    const s = setup([{ type: 'directory', id: 'a', path: '/srv/a' }, { type: 'archive', id: 'bin', path: '/srv/bin', sha256: 'a'.repeat(64), source: { object: 'bin.tgz' } }]);
     const before = hashTree(s.root);
     const result = await runCli('mesh-host', ['apply', s.decl, ...s.flags]);
     expect(result.code).toBe(3);
-    expect(result.stderr).toContain("/resources/1 (archive 'bin'): not supported yet");
+    expect(result.stderr).toContain("bin (/srv/bin): object 'bin.tgz' must be fetched from the archive store, and this host has no link (no servers are configured)");
     expect(hashTree(s.root)).toEqual(before);
   });
 

@@ -13,7 +13,7 @@ const good = () => ({
   resources: [
     { type: 'directory', id: 'jails', path: '/etc/fail2ban/jail.d', mode: '0755' },
     { type: 'file', id: 'jail-sshd', path: '/etc/fail2ban/jail.d/sshd.conf', content: '[sshd]\n', mode: '0644', owner: 'root', group: 'root' },
-    { type: 'archive', id: 'nats-bin', path: '/opt/nats', sha256: 'a'.repeat(64), source: 'H4sI' },
+    { type: 'archive', id: 'nats-bin', path: '/opt/nats', sha256: 'a'.repeat(64), source: { inline: 'H4sI' } },
     { type: 'service', id: 'fail2ban', unit: 'fail2ban.service', state: 'running', enabled: true, restartOn: ['jail-sshd'] },
   ],
 });

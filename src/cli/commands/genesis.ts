@@ -45,6 +45,7 @@ export async function genesisCommand(ctx: CommandContext): Promise<number> {
     host.env.node = bundle.node;
     // Before genesis the configuration has no link: an archive of the bundle is fetched over the bundle's.
     if (host.archiveLink) host.archiveLink.settings = { servers: bundle.link.servers, ...linkAuthOf(bundle.link) };
+    if (host.archiveStore && bundle.link.servers.length > 0) host.env.archiveObjects = host.archiveStore;
     const result = await applyDeclaration(host.env, {
       received,
       origin: 'mesh',
