@@ -1,30 +1,50 @@
 import type { Stats } from 'node:fs';
 
-/**
- * The rooted, descriptor-pinned file system an archive is unpacked through (the host's RootedFs):
- * declared paths inside the root, never through a symbolic link. Writes may be synchronous or not.
- */
-export interface TargetFs {
+/** Mode and owner of what an archive unpacks: root, or the resource's owner and group; never the archive's. */
+export interface Meta {
+  mode: number;
+  uid: number;
+  gid: number;
+}
+
+/** Who owns what an archive unpacks. */
+export type Owner = Omit<Meta, 'mode'>;
+
+/** Reads of the target, through the rooted checks (a link or a non-directory on the way is refused). */
+export interface TargetReads {
   readonly root: string;
   /** Throws (PathRefused) when a directory on the way is a link or not a directory. */
   lstat(path: string): Stats | undefined;
   readlink(path: string): string;
   readFile(path: string, size: number): Buffer;
-  writeFile(path: string, bytes: Uint8Array, mode: number, uid: number, gid: number): void | Promise<void>;
-  mkdir(path: string, mode: number, uid: number, gid: number): void | Promise<void>;
-  setDirectoryMeta(path: string, mode: number, uid: number, gid: number): void | Promise<void>;
-  unlink(path: string): void | Promise<void>;
-  rmdir(path: string): boolean | Promise<boolean>;
 }
 
-/** Who owns what an archive unpacks: root, or the resource's owner and group; never the archive's. */
-export interface Owner {
-  uid: number;
-  gid: number;
+/** What a flush made durable. */
+export interface Flushed {
+  /** The stat of a file written in this flush, after its rename. */
+  statOf(path: string): Stats | undefined;
+  /** Directories asked to go that others had filled: left. */
+  left: string[];
+}
+
+/**
+ * Writes to the target, staged and made durable together by the host's write path (pinned directory
+ * descriptors, never through a link, each file replaced by rename); `flush` makes what is staged
+ * durable and fails with the first error of it.
+ */
+export interface TargetWrites {
+  writeFile(path: string, bytes: Uint8Array, meta: Meta): void;
+  makeDirectory(path: string, meta: Meta): void;
+  setMeta(path: string, meta: Meta, kind: 'file' | 'directory'): void;
+  removeFile(path: string): void;
+  removeDirectory(path: string): void;
+  /** Staged past the write path's bounds: flush before staging more. */
+  readonly full: boolean;
+  flush(): Promise<Flushed>;
 }
 
 /** lstat, with a link or a non-directory on the way as a problem instead of an exception. */
-export function look(fs: TargetFs, path: string): { st: Stats | undefined } | { problem: string } {
+export function look(fs: TargetReads, path: string): { st: Stats | undefined } | { problem: string } {
   try {
     return { st: fs.lstat(path) };
   } catch (err) {

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync, type Stats } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { fsyncDirectory } from '../store/durable.js';
 import type { ArchiveLimits } from './limits.js';
 import { joinTarget } from './local-path.js';
 import { readArchive, type ArchiveBytes, type Manifest, type ManifestEntry } from './read.js';
 import { saveJournal, type Journal, type JournalEntry, type JournalOriginal, type Seen } from './journal.js';
-import { look, type Owner, type TargetFs } from './target.js';
+import { look, type Owner, type TargetReads, type TargetWrites } from './target.js';
 import { ArchiveRefused } from './refusal.js';
 
 const seenOf = (st: Stats): Seen => ({ ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs });
@@ -22,7 +22,7 @@ function metaDrift(st: Stats, mode: number, owner: Owner): string[] {
 }
 
 /** A file that still is what the host wrote: same stat as last seen (or same content), mode, owner, one name. */
-function fileIntact(fs: TargetFs, path: string, st: Stats, entry: { mode: number; sha256?: string | undefined; seen?: Seen | undefined }, owner: Owner): boolean {
+function fileIntact(fs: TargetReads, path: string, st: Stats, entry: { mode: number; sha256?: string | undefined; seen?: Seen | undefined }, owner: Owner): boolean {
   if (!st.isFile() || st.nlink !== 1 || metaDrift(st, entry.mode, owner).length > 0) return false;
   if (sameSeen(entry.seen, st)) return true;
   return createHash('sha256').update(fs.readFile(path, st.size)).digest('hex') === entry.sha256;
@@ -38,7 +38,7 @@ export interface Drift {
  * owner, a link planted at a file's name (replaced). Something that cannot be put right without
  * following a link or removing what the host did not write is a problem. Reads only.
  */
-export function driftOf(fs: TargetFs, target: string, journal: Journal, owner: Owner): { drift: Drift[]; problems: string[] } {
+export function driftOf(fs: TargetReads, target: string, journal: Journal, owner: Owner): { drift: Drift[]; problems: string[] } {
   const drift: Drift[] = [];
   const problems: string[] = [];
   for (const entry of journal.entries) {
@@ -69,7 +69,7 @@ export function driftOf(fs: TargetFs, target: string, journal: Journal, owner: O
  * stands there must be the host's (named by the old journal) or of the entry's own kind (then taken
  * over, its original kept). Reads only; returns what was found at entries' places.
  */
-export function preflight(fs: TargetFs, target: string, manifest: Manifest, old: Journal | undefined): { problems: string[]; found: Map<string, Stats> } {
+export function preflight(fs: TargetReads, target: string, manifest: Manifest, old: Journal | undefined): { problems: string[]; found: Map<string, Stats> } {
   const owned = new Set(old?.entries.map((e) => e.name));
   const problems: string[] = [];
   const found = new Map<string, Stats>();
@@ -105,7 +105,8 @@ function union(old: Journal | undefined, next: JournalEntry[]): JournalEntry[] {
 }
 
 export interface UnpackRequest {
-  fs: TargetFs;
+  fs: TargetReads;
+  writes: TargetWrites;
   target: string;
   bytes: ArchiveBytes;
   sha256: string;
@@ -114,6 +115,8 @@ export interface UnpackRequest {
   /** The journal now on disk (the archive being replaced, or an unpack a crash cut short). */
   old: Journal | undefined;
   owner: Owner;
+  /** The target directory's own mode. */
+  targetMode: number;
   stateDir: string;
   takenDir: string;
   /** Whether the host made the target, and what it was before when it took it over. */
@@ -130,59 +133,75 @@ export interface Unpacked {
 }
 
 /**
- * Unpacks a verified, inspected archive into its target through the rooted file system, and only
- * then removes what the old archive had and the new one lacks. The journal is saved durably before
- * anything is written (naming the old and the new entries) and after (the new ones alone, as they
- * now look), so a crash at any instant leaves every entry of the host's named. A file already as the
- * new archive has it is not written again.
+ * Unpacks a verified, inspected archive into its target through the host's write path. The journal
+ * is saved durably before anything is staged (naming the old and the new entries) and again once
+ * every write is durable (the new entries alone, as they now look), so a crash at any instant leaves
+ * every entry of the host's named. Entries the new archive lacks go first (the write path removes
+ * before it makes), then directories, then files; a file already as the new archive has it is not
+ * written again.
  */
 export async function unpack(request: UnpackRequest): Promise<Unpacked> {
-  const { fs, target, manifest, old, owner } = request;
+  const { fs, writes, target, manifest, old, owner } = request;
   const { problems, found } = preflight(fs, target, manifest, old);
   if (problems.length > 0) throw new ArchiveRefused('in-the-way', problems.join('; '));
   const oldByName = new Map(old?.entries.map((e) => [e.name, e]));
   const entries: JournalEntry[] = manifest.entries.map((e) => journalEntryOf(e, oldByName.get(e.name), found.get(e.name), request));
+  const byName = new Map(entries.map((e) => [e.name, e]));
   saveJournal(request.stateDir, { version: 1, target, sha256: request.sha256, complete: false, created: request.created, ...(request.original ? { original: request.original } : {}), entries: union(old, entries) });
 
-  const byName = new Map(entries.map((e) => [e.name, e]));
+  const left: string[] = [];
   let written = 0;
+  /** Files staged since the last flush: their stat after the rename is what the journal keeps. */
+  let staged: JournalEntry[] = [];
+  const flush = async () => {
+    const done = await writes.flush();
+    for (const entry of staged) {
+      const st = done.statOf(joinTarget(target, entry.name));
+      if (st) entry.seen = seenOf(st);
+    }
+    staged = [];
+    left.push(...done.left.map((path) => `${path}: holds what others put there; left`));
+  };
+
+  // What the old archive had and the new one lacks, and old entries of another kind than the new ones.
+  const leaving = (old?.entries ?? []).filter((e) => byName.get(e.name)?.type !== e.type);
+  const removed = stageRemoval(fs, writes, target, leaving, request.takenDir, left);
+  const st = fs.lstat(target);
+  const targetMeta = { mode: request.targetMode, ...owner };
+  if (st === undefined) writes.makeDirectory(target, targetMeta);
+  else if (metaDrift(st, targetMeta.mode, owner).length > 0) writes.setMeta(target, targetMeta, 'directory');
   for (const entry of entries) {
     if (entry.type !== 'dir') continue;
     const path = joinTarget(target, entry.name);
-    let st = fs.lstat(path);
-    if (st !== undefined && !st.isDirectory()) {
-      await fs.unlink(path); // the old archive's file where the new one has a directory
-      st = undefined;
-    }
-    if (st === undefined) {
-      await fs.mkdir(path, entry.mode, owner.uid, owner.gid);
-      written++;
-    } else if (metaDrift(st, entry.mode, owner).length > 0) {
-      await fs.setDirectoryMeta(path, entry.mode, owner.uid, owner.gid);
-      written++;
-    }
+    const now = byName.get(entry.name) && oldByName.get(entry.name)?.type === 'file' ? undefined : fs.lstat(path);
+    if (now?.isDirectory()) {
+      if (metaDrift(now, entry.mode, owner).length === 0) continue;
+      writes.setMeta(path, { mode: entry.mode, ...owner }, 'directory');
+    } else writes.makeDirectory(path, { mode: entry.mode, ...owner });
+    written++;
   }
   await readArchive(request.bytes, request.limits, async (file, content) => {
     const entry = byName.get(file.name);
     if (!entry || entry.sha256 !== file.sha256) throw new ArchiveRefused('corrupt', `entry '${file.name}' read differently the second time; nothing more is written`);
     const path = joinTarget(target, file.name);
-    const st = fs.lstat(path);
     const before = oldByName.get(file.name);
-    if (st?.isFile() && before?.sha256 === entry.sha256 && fileIntact(fs, path, st, { ...before, mode: entry.mode }, owner)) {
-      entry.seen = seenOf(st);
+    const now = before?.type === 'dir' ? undefined : fs.lstat(path);
+    if (now?.isFile() && before?.sha256 === entry.sha256 && fileIntact(fs, path, now, { ...before, mode: entry.mode }, owner)) {
+      entry.seen = seenOf(now);
       return;
     }
-    if (st?.isDirectory()) await removeEntries(fs, target, (old?.entries ?? []).filter((e) => e.name === file.name || e.name.startsWith(`${file.name}/`)));
-    await fs.writeFile(path, content, entry.mode, owner.uid, owner.gid);
-    entry.seen = seenOf(fs.lstat(path)!);
+    writes.writeFile(path, content, { mode: entry.mode, ...owner });
+    staged.push(entry);
     written++;
+    if (writes.full) await flush();
   });
+  await flush();
+  // Originals given back are durable: their kept copies go.
+  for (const copy of keptCopies(leaving, request.takenDir)) rmSync(copy, { force: true });
 
-  const leaving = (old?.entries ?? []).filter((e) => !byName.has(e.name));
-  const gone = await removeEntries(fs, target, leaving, request.takenDir);
   const journal: Journal = { version: 1, target, sha256: request.sha256, complete: true, created: request.created, ...(request.original ? { original: request.original } : {}), entries };
   saveJournal(request.stateDir, journal);
-  return { journal, written, removed: gone.removed, left: gone.left };
+  return { journal, written, removed, left };
 }
 
 function journalEntryOf(e: ManifestEntry, before: JournalEntry | undefined, found: Stats | undefined, request: UnpackRequest): JournalEntry {
@@ -207,43 +226,48 @@ function keepOriginal(request: UnpackRequest, entry: ManifestEntry, st: Stats): 
 }
 
 /**
- * Takes off exactly these journal entries: files (or their originals given back) first, then
- * directories deepest first, each only when empty. A link or anything else the host never writes is
- * left where it stands; so is a directory others filled. Refused whole, before anything goes, when
- * a place cannot be reached without following a link.
+ * Stages the removal of exactly these journal entries: files (or their originals given back) first,
+ * then directories deepest first, each only when empty (the write path leaves a directory others
+ * filled, and says so). A link or anything else the host never writes is left where it stands.
+ * Refused whole, before anything is staged, when a place cannot be reached without following a link.
+ * Returns how many removals were staged.
  */
-export async function removeEntries(fs: TargetFs, target: string, entries: JournalEntry[], takenDir?: string): Promise<{ removed: number; left: string[] }> {
-  const looks = entries.map((entry) => ({ entry, path: joinTarget(target, entry.name), seen: look(fs, joinTarget(target, entry.name)) }));
+export function stageRemoval(fs: TargetReads, writes: TargetWrites, target: string, entries: JournalEntry[], takenDir: string, left: string[]): number {
+  const looks = entries.map((entry) => {
+    const path = joinTarget(target, entry.name);
+    return { entry, path, seen: look(fs, path) };
+  });
   const unreachable = looks.flatMap((l) => ('problem' in l.seen ? [l.seen.problem] : []));
   if (unreachable.length > 0) throw new ArchiveRefused('in-the-way', `${unreachable.join('; ')}; nothing was removed`);
   let removed = 0;
-  const left: string[] = [];
   const depth = (name: string) => name.split('/').length;
-  const files = looks.filter((l) => 'st' in l.seen && l.seen.st !== undefined && !l.seen.st.isDirectory());
-  const dirs = looks.filter((l) => 'st' in l.seen && l.seen.st?.isDirectory()).sort((a, b) => depth(b.entry.name) - depth(a.entry.name));
-  for (const { entry, path, seen } of files) {
-    const st = (seen as { st: Stats }).st;
+  const present = looks.flatMap((l) => ('st' in l.seen && l.seen.st !== undefined ? [{ ...l, st: l.seen.st }] : []));
+  for (const { entry, path, st } of present) {
+    if (st.isDirectory()) continue;
     const original = entry.original;
-    if (original?.copy !== undefined && takenDir !== undefined) {
+    if (original?.copy !== undefined) {
       const copy = join(takenDir, original.copy);
-      await fs.writeFile(path, readFileSync(copy), original.mode, original.uid, original.gid);
-      unlinkSync(copy);
+      writes.writeFile(path, readFileSync(copy), { mode: original.mode, uid: original.uid, gid: original.gid });
       continue;
     }
     if (!st.isFile()) {
       left.push(`${path}: ${st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'} the host did not write; left`);
       continue;
     }
-    await fs.unlink(path);
+    writes.removeFile(path);
     removed++;
   }
-  for (const { entry, path } of dirs) {
-    if (entry.original) {
-      await fs.setDirectoryMeta(path, entry.original.mode, entry.original.uid, entry.original.gid);
-      continue;
+  for (const { entry, path } of present.filter((p) => p.st.isDirectory()).sort((a, b) => depth(b.entry.name) - depth(a.entry.name))) {
+    if (entry.original) writes.setMeta(path, { mode: entry.original.mode, uid: entry.original.uid, gid: entry.original.gid }, 'directory');
+    else {
+      writes.removeDirectory(path);
+      removed++;
     }
-    if (await fs.rmdir(path)) removed++;
-    else left.push(`${path}: holds what others put there; left`);
   }
-  return { removed, left };
+  return removed;
+}
+
+/** The kept copies of originals given back: removed once the giving back is durable. */
+export function keptCopies(entries: JournalEntry[], takenDir: string): string[] {
+  return entries.flatMap((e) => (e.original?.copy ? [join(takenDir, e.original.copy)] : []));
 }

@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ArchiveResource } from '../declaration/schema.js';
 import { ArchiveCache } from '../archive/cache.js';
@@ -7,8 +7,8 @@ import { joinTarget } from '../archive/local-path.js';
 import { obtainArchive, type ArchiveEnv } from '../archive/obtain.js';
 import { readArchive, type Manifest } from '../archive/read.js';
 import { ArchiveRefused } from '../archive/refusal.js';
-import { look, type Owner } from '../archive/target.js';
-import { driftOf, preflight, removeEntries, unpack } from '../archive/unpack.js';
+import { look, type Owner, type TargetWrites } from '../archive/target.js';
+import { driftOf, keptCopies, preflight, stageRemoval, unpack } from '../archive/unpack.js';
 import type { ResourceRecord } from '../store/state.js';
 import { foundVerdict, HELD_REASON, metaDrift, ownRecord } from './ownership.js';
 import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
@@ -78,7 +78,7 @@ export const archiveHandler: ResourceHandler<ArchiveResource> = {
       }
       const actions = [...targetDrift, ...(drift.length ? [`restore ${entries(drift.length)}: ${drift.slice(0, 5).map((d) => `${d.name} (${d.why})`).join(', ')}${drift.length > 5 ? ', …' : ''}`] : [])];
       if (!apply) return { step: step(actions), verb: 'update' };
-      return carryOut(resource, ctx, env, owner, journal, st !== undefined, actions, 'update');
+      return carryOut(resource, ctx, env, owner, journal, actions, 'update');
     }
 
     // A new archive here: first unpack, a replacement, or an unpack a crash cut short.
@@ -108,7 +108,7 @@ export const archiveHandler: ResourceHandler<ArchiveResource> = {
       actions.push(`fetch ${sourceWords(resource)}`, `unpack ${short(resource.sha256)}`);
     }
     if (!apply) return { step: step(actions), verb, ...(verb === 'take' ? { detail: 'found here; taken over, originals of what the archive overwrites kept' } : {}) };
-    return carryOut(resource, ctx, env, owner, journal, st !== undefined, actions, verb);
+    return carryOut(resource, ctx, env, owner, journal, actions, verb);
   },
 
   async remove(record, ctx, apply): Promise<Checked> {
@@ -133,13 +133,14 @@ export const archiveHandler: ResourceHandler<ArchiveResource> = {
     if (unreachable.length > 0) return { step: step([]), verb: 'none', problem: `${unreachable.join('; ')}; nothing was removed` };
     const actions = ['remove', entries(journal.entries.length)];
     if (!apply) return { step: step(actions), verb: 'remove' };
-    const gone = await removeEntries(ctx.fs, target, journal.entries, ctx.takenDir);
-    const left = [...gone.left];
-    if (journal.created) {
-      if (!(await ctx.fs.rmdir(target))) left.push(`${target}: holds what others put there; left`);
-    } else if (journal.original) {
-      ctx.fs.setDirectoryMeta(target, journal.original.mode, journal.original.uid, journal.original.gid);
-    }
+    const writes = batchWrites(ctx, record.id);
+    const left: string[] = [];
+    stageRemoval(ctx.fs, writes, target, journal.entries, ctx.takenDir, left);
+    if (journal.created) writes.removeDirectory(target);
+    else if (journal.original) writes.setMeta(target, journal.original, 'directory');
+    const done = await writes.flush();
+    left.push(...done.left.map((path) => `${path}: holds what others put there; left`));
+    for (const copy of keptCopies(journal.entries, ctx.takenDir)) rmSync(copy, { force: true });
     dropJournal(env.stateDir, target);
     new ArchiveCache(env.stateDir).prune(journaledArchives(env.stateDir), env.limits.cacheBytes);
     ctx.store.forget(record.id);
@@ -147,28 +148,47 @@ export const archiveHandler: ResourceHandler<ArchiveResource> = {
   },
 };
 
+/**
+ * The archive's writes through the apply's write batch. The archive commits its own changes (it is
+ * not a batched handler, so the batch holds nothing else when it applies): its journal is saved only
+ * once they are durable, and an archive larger than the batch's bounds is written in several commits.
+ */
+function batchWrites(ctx: ConvergeContext, id: string): TargetWrites {
+  let change = ctx.writes.change(id);
+  return {
+    writeFile: (path, bytes, meta) => change.writeFile(path, bytes, meta),
+    makeDirectory: (path, meta) => change.makeDirectory(path, meta),
+    setMeta: (path, meta, kind) => change.setMeta(path, meta, kind),
+    removeFile: (path) => change.removeFile(path),
+    removeDirectory: (path) => change.removeDirectory(path),
+    get full() {
+      return ctx.writes.full;
+    },
+    async flush() {
+      let outcome: Awaited<ReturnType<TargetWrites['flush']>> = { statOf: () => undefined, left: [] };
+      change.whenDurable((done) => void (outcome = { statOf: (path) => done.statOf(path), left: [...done.left] }));
+      const { failed } = await ctx.writes.commit();
+      change = ctx.writes.change(id);
+      const mine = failed.find((f) => f.resource === id);
+      if (mine) throw mine.error;
+      return outcome;
+    },
+  };
+}
+
 /** Obtains (fetching when needed), verifies, reads and unpacks; a refusal leaves nothing of the archive written. */
-async function carryOut(resource: ArchiveResource, ctx: ConvergeContext, env: ArchiveEnv, owner: Owner, journal: Journal | undefined, targetExists: boolean, actions: string[], verb: Checked['verb']): Promise<Checked> {
+async function carryOut(resource: ArchiveResource, ctx: ConvergeContext, env: ArchiveEnv, owner: Owner, journal: Journal | undefined, actions: string[], verb: Checked['verb']): Promise<Checked> {
   const target = resource.path;
   const obtained = await obtainArchive(env, resource.source, resource.sha256, true);
   let accepted = false;
   try {
     const manifest = await readArchive(obtained!.bytes, env.limits);
-    const { problems } = preflight(ctx.fs, target, manifest, journal);
-    if (problems.length > 0) throw new ArchiveRefused('in-the-way', problems.join('; '));
-    let created = journal?.created ?? !targetExists;
-    let original = journal?.original;
     const st = ctx.fs.lstat(target);
-    if (!st) {
-      ctx.fs.mkdir(target, TARGET_MODE, owner.uid, owner.gid);
-      created = journal?.created ?? true;
-    } else {
-      if (!journal) original = { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
-      if (metaDrift(st, { mode: TARGET_MODE, ...owner }, ctx.accounts).length > 0) ctx.fs.setDirectoryMeta(target, TARGET_MODE, owner.uid, owner.gid);
-    }
+    const created = journal?.created ?? st === undefined;
+    const original = journal ? journal.original : st ? { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid } : undefined;
     const done = await unpack({
-      fs: ctx.fs, target, bytes: obtained!.bytes, sha256: resource.sha256, limits: env.limits, manifest, old: journal, owner,
-      stateDir: env.stateDir, takenDir: ctx.takenDir, created, ...(original ? { original } : {}),
+      fs: ctx.fs, writes: batchWrites(ctx, resource.id), target, bytes: obtained!.bytes, sha256: resource.sha256, limits: env.limits, manifest, old: journal, owner,
+      targetMode: TARGET_MODE, stateDir: env.stateDir, takenDir: ctx.takenDir, created, ...(original ? { original } : {}),
     });
     accepted = true;
     ctx.store.record({ id: resource.id, type: 'archive', target, origin: ctx.origin, created, appliedAt: ctx.now() });
