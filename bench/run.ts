@@ -6,6 +6,7 @@ import { benchStartup } from './startup.js';
 import { benchServices } from './services.js';
 import { benchLink } from './link.js';
 import { benchFleet } from './fleet.js';
+import { benchWatch } from './watch.js';
 import { machine } from './stats.js';
 import { benchPeers } from './peers.js';
 
@@ -38,7 +39,7 @@ const out = () => {
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers) runs one part and keeps the others.',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch) runs one part and keeps the others.',
       '',
       `Machine: ${machine()}`,
       '',
@@ -77,6 +78,10 @@ if (!only || only === 'peers') {
   const sizes = (process.env.PEERS_SIZES ?? '1000,10000').split(',').map(Number);
   const rounds = Number(process.env.PEERS_ROUNDS ?? 3);
   sections.push(...(await benchPeers({ sizes, rounds, puppetRounds: Number(process.env.PEERS_PUPPET_ROUNDS ?? 1) })), '');
+  out();
+}
+if (!only || only === 'watch') {
+  sections.push(...(await benchWatch()), '');
   out();
 }
 console.error('docs/bench.md written');

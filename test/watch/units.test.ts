@@ -31,11 +31,16 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the unit watcher 
     let since = 0;
     const units = ['crashes.service', 'stopped.service', 'revives.service', 'quiet.service'];
     let looks = 0;
-    const probe = unitProbe(systemdManager(container.runner), '/');
+    // The container's /run, where its systemd keeps the invocation links, seen from here.
+    const manager = systemdManager(container.runner);
+    let fullLooks = 0;
+    const probe = unitProbe({ ...manager, query: (u) => (fullLooks++, manager.query(u)) }, `/proc/${container.initPid}/root`);
     const watcher = watchUnits({ units, probe: async (u) => (looks++, probe(u)), onFound: (f) => found.push(...f.map((x) => ({ ...x, looksAfter: looks - since }))), log: silentLogger() });
     try {
-      // The first look is the baseline; then each unit is disturbed by hand, one at a time.
-      while (looks < 2) await new Promise((r) => setTimeout(r, 50));
+      // The first look is the baseline; quiet looks read only systemd's invocation links, no process.
+      while (looks < 4) await new Promise((r) => setTimeout(r, 50));
+      expect(fullLooks).toBe(1);
+      // Then each unit is disturbed by hand, one at a time.
       const disturb = async (what: string, command: string[], unitName: string, expected: RegExp) => {
         since = looks;
         const r = await container.exec('systemctl', command);
