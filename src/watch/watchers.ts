@@ -1,0 +1,55 @@
+import type { Resource } from '../declaration/schema.js';
+import type { ServiceManager } from '../services/manager.js';
+import type { ResourceRecord } from '../store/state.js';
+import type { Logger } from '../system/log.js';
+import type { Finding, Watcher } from './finding.js';
+import { watchFootprint, type Owned } from './footprint.js';
+import { unitProbe } from './probes.js';
+import { watchUnits } from './units.js';
+
+export interface HostWatchInput {
+  /** The resources of the declaration last applied: the services the mesh asked to run. */
+  declared: readonly Resource[];
+  /** The footprint: what the host owns on the machine. */
+  records: Readonly<Record<string, ResourceRecord>>;
+  root: string;
+  /** Asked for only when a service is to be watched. */
+  serviceManager?: () => Promise<ServiceManager | undefined>;
+  onFound(found: Finding[]): void;
+  log: Logger;
+  unitIntervalMs?: number;
+}
+
+/** What to watch after an apply: the units the mesh asked to run, the files and directories the host owns. */
+export function watchTargets(declared: readonly Resource[], records: Readonly<Record<string, ResourceRecord>>): { units: string[]; owned: Owned[] } {
+  const units = declared.flatMap((r) => (r.type === 'service' && r.state === 'running' ? [r.unit] : []));
+  const owned: Owned[] = [];
+  for (const id in records) {
+    const r = records[id]!;
+    if (r.type === 'file' || r.type === 'directory') owned.push({ target: r.target, type: r.type });
+  }
+  return { units, owned };
+}
+
+/** Both watchers of a host between two applies, closed together when the next apply starts. */
+export function watchHost(input: HostWatchInput): Watcher {
+  const { units, owned } = watchTargets(input.declared, input.records);
+  const watchers: Watcher[] = [];
+  let closed = false;
+  if (owned.length > 0) watchers.push(watchFootprint({ owned, root: input.root, onFound: input.onFound, log: input.log }));
+  if (units.length > 0 && input.serviceManager) {
+    input.serviceManager().then(
+      (manager) => {
+        if (closed || !manager) return;
+        watchers.push(watchUnits({ units, probe: unitProbe(manager, input.root), onFound: input.onFound, log: input.log, ...(input.unitIntervalMs ? { intervalMs: input.unitIntervalMs } : {}) }));
+      },
+      (err: Error) => input.log.warn({ err: err.message }, 'watch: no service manager to watch the units with'),
+    );
+  }
+  return {
+    close() {
+      closed = true;
+      for (const w of watchers) w.close();
+    },
+  };
+}
