@@ -185,6 +185,8 @@ export interface PeerOptions {
   /** Rounds per size; Puppet takes minutes at 10,000 files, so it may take fewer. */
   rounds: number;
   puppetRounds: number;
+  /** Only these tools (by the start of their name: mesh-host, floor, CFEngine, Puppet); all when absent. */
+  tools?: string[];
 }
 
 /** Interleaved whole-process runs of every tool on its own copy of the same tree; every run checked. */
@@ -203,13 +205,14 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
         mkdirSync(dir, { recursive: true });
         return f(dir);
       };
-      const tools: Tool[] = [
+      const all: Tool[] = [
         make('mesh', (d) => meshHost(d, n)),
         make('plain', (d) => floor(d, n, false)),
         make('durable', (d) => floor(d, n, true)),
         ...(has('cf-agent') ? [make('cf', (d) => cfengine(d, n))] : []),
         ...(has('puppet') ? [make('puppet', (d) => puppet(d, n))] : []),
       ];
+      const tools = all.filter((t) => !options.tools || options.tools.some((name) => t.name.startsWith(name)));
       const times = new Map<string, number[]>();
       for (let round = 0; round < options.rounds; round++) {
         for (const tool of tools) {

@@ -9,6 +9,7 @@ import { benchFleet } from './fleet.js';
 import { benchWatch } from './watch.js';
 import { machine } from './stats.js';
 import { benchPeers } from './peers.js';
+import { benchCrash } from './crash.js';
 
 const project = fileURLToPath(new URL('../../', import.meta.url));
 const only = process.argv[2];
@@ -77,7 +78,13 @@ if (!only || only === 'peers') {
   // PEERS_SIZES=1000 PEERS_ROUNDS=3 narrow it; Puppet alone takes minutes a round at 10,000 files.
   const sizes = (process.env.PEERS_SIZES ?? '1000,10000').split(',').map(Number);
   const rounds = Number(process.env.PEERS_ROUNDS ?? 3);
-  sections.push(...(await benchPeers({ sizes, rounds, puppetRounds: Number(process.env.PEERS_PUPPET_ROUNDS ?? 1) })), '');
+  const tools = process.env.PEERS_TOOLS?.split(',');
+  sections.push(...(await benchPeers({ sizes, rounds, puppetRounds: Number(process.env.PEERS_PUPPET_ROUNDS ?? 1), ...(tools ? { tools } : {}) })), '');
+  out();
+}
+if (only === 'crash') {
+  // Not part of a plain `npm run bench`: it takes minutes. CRASH_INSTANTS narrows it.
+  sections.push(...(await benchCrash(Number(process.env.CRASH_INSTANTS ?? 200))), '');
   out();
 }
 if (!only || only === 'watch') {

@@ -16,6 +16,9 @@ const contentOf = (r: FileResource) => Buffer.from(r.content, r.encoding === 'ba
 
 const digestOf = (content: Buffer) => hash('sha256', content, 'base64');
 
+/** The declared content's digest; a text is hashed as it stands (its UTF-8 bytes) without a copy, on the no-op path. */
+const declaredDigest = (r: FileResource) => (r.encoding === 'base64' ? digestOf(contentOf(r)) : hash('sha256', r.content, 'base64'));
+
 function seenOf(st: Stats, digest: string): SeenFile {
   return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, digest };
 }
@@ -56,13 +59,14 @@ export const fileHandler: ResourceHandler<FileResource> = {
     const seen = observe(resource, ctx, apply);
     if ('problem' in seen) return { step: step([]), verb: 'none', problem: seen.problem };
     const { want, st } = seen;
-    const content = contentOf(resource);
+    let bytes: Buffer | undefined;
+    const content = () => (bytes ??= contentOf(resource));
     const record = ownRecord(ctx, resource.id, 'file', path);
-    const digest = digestOf(content);
+    const digest = declaredDigest(resource);
     /** Stages the write; the record is made once the file is durably there, with how it looks then. */
     const write = (w: Wanted, creates: boolean, record: (seen: SeenFile) => ResourceRecord) => {
       const change = ctx.writes.change(resource.id);
-      change.writeFile(path, content, w, { creates });
+      change.writeFile(path, content(), w, { creates });
       change.whenDurable((done) => ctx.store.record(record(seenOf(done.statOf(path)!, digest))));
       ctx.changedFiles.add(resource.id);
       ctx.changedPaths.add(path);
@@ -82,7 +86,7 @@ export const fileHandler: ResourceHandler<FileResource> = {
     if (!record) {
       const verdict = foundVerdict(resource, ctx);
       if (verdict === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
-      const drift = await drifted(resource, ctx, st, content, want);
+      const drift = await drifted(resource, ctx, st, content(), want);
       if (apply) {
         const original = keepOriginal(ctx, resource, st);
         const taken = (seen: SeenFile): ResourceRecord => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: false, original, seen, appliedAt: ctx.now() });
@@ -96,7 +100,7 @@ export const fileHandler: ResourceHandler<FileResource> = {
     if (st.isFile() && unchangedSince(record.seen, st, digest) && metaDrift(st, want, ctx.accounts).length === 0 && st.nlink === 1) {
       return { step: step([]), verb: 'none' };
     }
-    const drift = st.isSymbolicLink() ? ['symbolic link replaced by the file'] : await drifted(resource, ctx, st, content, want);
+    const drift = st.isSymbolicLink() ? ['symbolic link replaced by the file'] : await drifted(resource, ctx, st, content(), want);
     if (drift.length === 0) {
       // Read whole and found as declared (touched, or not seen yet): the apply remembers how it looks now.
       return { step: step([]), verb: 'none', remember: { ...record, seen: seenOf(st, digest) } };

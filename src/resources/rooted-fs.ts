@@ -39,6 +39,8 @@ const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
  */
 export class RootedFs {
   private readonly dirs = new Map<string, { fd: number; real: string }>();
+  /** What lstat found since the last commit, by declared path. */
+  private readonly looks = new Map<string, Stats | undefined>();
   /** Directories found free of links by lstat in this apply, by declared path: their real paths. */
   private readonly checked = new Map<string, string>();
 
@@ -128,8 +130,19 @@ export class RootedFs {
     }
   }
 
-  /** lstat of a declared path; undefined when it (or a directory above it) is missing. */
+  /**
+   * lstat of a declared path; undefined when it (or a directory above it) is missing. What the plan
+   * saw stands for the apply's second look until a batch of this apply commits (nothing of ours has
+   * changed the machine before that): a file is looked at once on its way, not three times.
+   */
   lstat(path: string): Stats | undefined {
+    if (this.looks.has(path)) return this.looks.get(path);
+    const st = this.lstatNow(path);
+    this.looks.set(path, st);
+    return st;
+  }
+
+  private lstatNow(path: string): Stats | undefined {
     const parent = this.readable(path);
     if (parent.kind !== 'dir') return undefined;
     const real = `${parent.real}/${posix.basename(path)}`;
@@ -201,6 +214,7 @@ export class RootedFs {
   /** A directory removed: neither its descriptor nor its check may serve a later path. */
   forgetDirectory(path: string): void {
     this.checked.delete(path);
+    this.looks.clear();
     const cached = this.dirs.get(path);
     if (cached !== undefined) {
       closeSync(cached.fd);
@@ -212,11 +226,13 @@ export class RootedFs {
   releaseDirectories(): void {
     for (const { fd } of this.dirs.values()) closeSync(fd);
     this.dirs.clear();
+    this.looks.clear();
   }
 
   close(): void {
     for (const { fd } of this.dirs.values()) closeSync(fd);
     this.dirs.clear();
     this.checked.clear();
+    this.looks.clear();
   }
 }
