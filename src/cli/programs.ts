@@ -26,6 +26,8 @@ const options: Record<string, OptionSpec> = {
   replicas: { type: 'string', value: 'N', help: 'copies the mesh keeps of declarations and reports (default: one a server, up to 3)' },
   offline: { type: 'boolean', help: 'make the bundle without writing the node\'s key (the first send must come after genesis)' },
   name: { type: 'string', value: 'NAME', help: 'the archive\'s name in the store (default: the file name)' },
+  'account-key': { type: 'string', value: 'FILE', help: "the mesh's NATS account seed (SA…), or one of its signing keys" },
+  account: { type: 'string', value: 'A…', help: 'the account the signing key belongs to (when it is not the account\'s own key)' },
 };
 const oneShot = ['dry-run', 'diff', 'detailed-exitcodes'];
 
@@ -62,5 +64,6 @@ export const meshctlProgram: ProgramSpec = {
     'put-archive': { summary: 'upload an archive to the mesh\'s store; prints the resource to paste', args: ['FILE'], options: ['name', ...linkOptions] },
     reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'replicas', ...linkOptions] },
     status: { summary: 'the fleet, one line a node (exit 1 when any failed, is silent or has not reported); with NODE, ask that host', args: ['NODE?'], options: linkOptions },
+    'node-creds': { summary: "issue NODE's NATS credentials: its own key, subjects and read-only archives", args: ['NODE'], options: ['account-key', 'account', 'out'] },
   },
 };

@@ -14,6 +14,8 @@ import { probeLinks, type Link } from '../inventory/links.js';
 import { LinkSession } from '../link/session.js';
 import { linkAuthOf } from '../link/connect.js';
 import { connectionArchiveObjects } from '../archive/objects.js';
+import { reportSigner } from '../link/report-trust.js';
+import { ensureHostKey } from '../report/host-key.js';
 import { Outbox, REPORT_HEADROOM } from '../report/outbox.js';
 import { systemAccounts } from '../resources/accounts.js';
 import { chooseServiceManager, type ManagerChoice } from '../services/choose.js';
@@ -227,7 +229,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
           return () => {};
         }
         const session = new LinkSession(
-          { settings: { servers: config.servers, name: `mesh-host ${config.node}`, ...linkAuthOf(config) }, node: config.node, log, ...(config.heartbeatMs ? { heartbeatMs: config.heartbeatMs } : {}), ...(config.rereadMs ? { rereadMs: config.rereadMs } : {}) },
+          { settings: { servers: config.servers, name: `mesh-host ${config.node}`, ...linkAuthOf(config) }, node: config.node, log, signer: hostSigner(), ...(config.heartbeatMs ? { heartbeatMs: config.heartbeatMs } : {}), ...(config.rereadMs ? { rereadMs: config.rereadMs } : {}) },
           {
             onDeclaration: ({ bytes, revision }) => {
               deliveries = deliveries.then(() => onDeclaration(bytes, revision)).catch((err: Error) => log.error({ err }, 'link: a delivery could not be handled'));
@@ -272,6 +274,15 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
       }),
     },
   });
+
+  /** The host's own key signs its reports; one enrolled before keys existed makes its key now. */
+  function hostSigner() {
+    const key = ensureHostKey(paths.stateDir);
+    if (key.made) log.warn({ key: key.publicKey }, 'this host had no key of its own: one is made now; its next report enrols it');
+    const signer = reportSigner(key.seed);
+    if (typeof signer === 'string') throw new Error(`the host key: ${signer}`);
+    return signer;
+  }
 
   function statusOf() {
     const state = existsSync(join(paths.stateDir, 'state.json')) ? JSON.parse(readFileSync(join(paths.stateDir, 'state.json'), 'utf8')) : {};

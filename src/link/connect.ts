@@ -23,6 +23,8 @@ export interface LinkSettings extends LinkAuth {
   /** A name the servers show for this connection. */
   name: string;
   pingIntervalMs?: number;
+  /** Where replies come back (a host's own prefix, so its credentials can keep other hosts' replies from it). */
+  inboxPrefix?: string;
   /**
    * A daemon waits for the mesh as long as it takes and reconnects for ever; a command (meshctl)
    * tries each server once and says why it could not connect.
@@ -61,6 +63,7 @@ export async function connectLink(settings: LinkSettings, log: Logger): Promise<
       pingInterval: settings.pingIntervalMs ?? 3000,
       maxPingOut: 2,
       ...(authenticator ? { authenticator } : {}),
+      ...(settings.inboxPrefix ? { inboxPrefix: settings.inboxPrefix } : {}),
       ...(tls ? { tls } : {}),
     });
   } catch (err) {

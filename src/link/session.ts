@@ -3,7 +3,8 @@ import type { KV } from '@nats-io/kv';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from '../system/log.js';
 import { connectLink, type LinkSettings } from './connect.js';
-import { DECLARATIONS_BUCKET, heartbeatSubject, inventorySubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
+import { DECLARATIONS_BUCKET, heartbeatSubject, hostInboxPrefix, inventorySubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
+import type { ReportSigner } from './report-trust.js';
 import { lazy } from '../system/interop.js';
 
 export interface DeclarationValue {
@@ -28,6 +29,8 @@ export interface LinkOptions {
   /** The key is read again this often, because a watch can stall silently. */
   rereadMs?: number;
   heartbeatMs?: number;
+  /** Signs every report at publish, over the exact bytes sent; without one, reports go unsigned (and are flagged). */
+  signer?: ReportSigner;
 }
 
 /**
@@ -59,7 +62,7 @@ export class LinkSession {
     // read, which an operator may yet put right: said, and tried again.
     for (let attempt = 0; !this.nc && !this.closed; attempt++) {
       try {
-        this.nc = await connectLink(this.options.settings, log);
+        this.nc = await connectLink({ inboxPrefix: hostInboxPrefix(node), ...this.options.settings }, log);
       } catch (err) {
         if (attempt % 6 === 0) log.error({ err: (err as Error).message }, 'link: cannot connect; trying again every 10 s');
         await new Promise<void>((resolve) => this.later(10_000, resolve));
@@ -73,14 +76,17 @@ export class LinkSession {
     this.answer(statusSubject(node), () => this.handlers.status());
     this.answer(inventorySubject(node), () => this.handlers.inventory());
     this.startHeartbeat();
-    // The control side creates the bucket; until it exists the host waits, saying so.
+    // The control side creates the bucket; until it exists the host waits, saying so. Its key is read
+    // with a direct get, which names the key in the subject: the only read a host's credentials allow
+    // (the bucket's status would list every node's key).
     for (let attempt = 0; !this.closed; attempt++) {
       try {
-        this.kv = await new Kvm(this.nc).open(DECLARATIONS_BUCKET);
-        await this.kv.status();
+        const kv = await new Kvm(this.nc).open(DECLARATIONS_BUCKET, { allow_direct: true });
+        await kv.get(node);
+        this.kv = kv;
         break;
       } catch (err) {
-        if (attempt % 10 === 0) log.warn({ err: (err as Error).message }, `link: the bucket ${DECLARATIONS_BUCKET} is not there yet; waiting for the control side to create it`);
+        if (attempt % 10 === 0) log.warn({ err: (err as Error).message }, `link: the bucket ${DECLARATIONS_BUCKET} is not there yet (or does not allow direct gets); waiting for the control side to create it`);
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
@@ -185,7 +191,11 @@ export class LinkSession {
   /** Publishes one report and waits for the stream's acknowledgement; retries reuse the message id. */
   async publishReport(sequence: number, bytes: Uint8Array): Promise<{ duplicate: boolean }> {
     if (!this.js) throw new Error('the link is not connected');
-    const ack = await this.js.publish(reportSubject(this.options.node), bytes, { msgID: reportMessageId(this.options.node, sequence), timeout: 5000 });
+    // Signed here, over the very bytes sent: whatever the outbox holds is what the signature covers.
+    const { headers } = await lazy(import('@nats-io/transport-node'));
+    const signature = headers();
+    for (const [name, value] of Object.entries(this.options.signer?.headersFor(bytes) ?? {})) signature.set(name, value);
+    const ack = await this.js.publish(reportSubject(this.options.node), bytes, { msgID: reportMessageId(this.options.node, sequence), timeout: 5000, headers: signature });
     return { duplicate: ack.duplicate };
   }
 

@@ -3,6 +3,8 @@ export const DECLARATIONS_BUCKET = 'mesh_declarations';
 export const REPORTS_STREAM = 'MESH_REPORTS';
 export const reportSubject = (node: string) => `mesh.report.${node}`;
 export const REPORTS_SUBJECTS = 'mesh.report.>';
+/** The node a report subject is for. */
+export const nodeOfReportSubject = (subject: string) => subject.slice(reportSubject('').length);
 export const statusSubject = (node: string) => `mesh.node.${node}.status`;
 export const inventorySubject = (node: string) => `mesh.node.${node}.inventory`;
 export const heartbeatSubject = (node: string) => `mesh.heartbeat.${node}`;
@@ -16,3 +18,8 @@ export const DECLARATIONS_STREAM = `KV_${DECLARATIONS_BUCKET}`;
 export const DECLARATION_SUBJECTS = `$KV.${DECLARATIONS_BUCKET}.>`;
 /** Archives, in the JetStream Object Store: meshctl put-archive writes, hosts only read. */
 export const ARCHIVES_BUCKET = 'mesh_archives';
+/**
+ * A host's replies come back under its own prefix, so its credentials can let it read its own replies
+ * and nobody else's. The fixed `node` token keeps it apart from the random `_INBOX.<nuid>` of other clients.
+ */
+export const hostInboxPrefix = (node: string) => `_INBOX.node.${node}`;

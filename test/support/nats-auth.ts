@@ -6,9 +6,10 @@ import { encodeAccount, encodeOperator, encodeUser, fmtCreds } from '@nats-io/jw
 
 /**
  * A nats-server in operator mode, as a fleet runs it: an operator, an account with JetStream, a
- * system account, and a user whose credentials file (JWT and seed) the host is given.
+ * system account, and a user without limits whose credentials file (JWT and seed) is given to the host
+ * or to the control side; the account's seed (`accountKey`) issues narrower ones.
  */
-export async function operatorMode(dir: string): Promise<{ conf: string; creds: string }> {
+export async function operatorMode(dir: string): Promise<{ conf: string; creds: string; accountKey: string }> {
   const operator = createOperator();
   const account = createAccount();
   const system = createAccount();
@@ -20,6 +21,8 @@ export async function operatorMode(dir: string): Promise<{ conf: string; creds: 
   const userJwt = await encodeUser('host', user, account);
   const creds = join(dir, 'host.creds');
   writeFileSync(creds, fmtCreds(userJwt, user), { mode: 0o600 });
+  const accountKey = join(dir, 'account.nk');
+  writeFileSync(accountKey, `${new TextDecoder().decode(account.getSeed())}\n`, { mode: 0o600 });
   const conf = join(dir, 'operator.conf');
   writeFileSync(
     conf,
@@ -34,7 +37,7 @@ export async function operatorMode(dir: string): Promise<{ conf: string; creds: 
       '',
     ].join('\n'),
   );
-  return { conf, creds };
+  return { conf, creds, accountKey };
 }
 
 export interface TlsFiles {

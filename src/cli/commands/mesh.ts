@@ -1,7 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectLink } from '../../link/connect.js';
 import { describeSetUp, ensureWire } from '../../link/control.js';
-import { REPORTS_STREAM, reportSubject, statusSubject } from '../../link/wire.js';
+import type { JsMsg } from '@nats-io/jetstream';
+import { Enrolments, signedReportOf } from '../../link/enrolment.js';
+import { REPORTS_STREAM, nodeOfReportSubject, reportSubject, statusSubject } from '../../link/wire.js';
 import { isEnvelope } from '../../declaration/envelope.js';
 import { readDeclarationFile } from '../../declaration/load.js';
 import { EXIT, refused, usageError } from '../../system/errors.js';
@@ -90,6 +92,7 @@ export async function reportsCommand(ctx: CommandContext): Promise<number> {
     const consumer = await js.consumers.get(REPORTS_STREAM, { filter_subjects: node ? reportSubject(node) : 'mesh.report.>', deliver_policy: DeliverPolicy.All });
     const follow = ctx.flags.follow === true;
     if (!follow && (await consumer.info()).num_pending === 0) return EXIT.ok;
+    const enrolments = await Enrolments.open(nc);
     const messages = await consumer.consume();
     // Following ends on Ctrl-C or SIGTERM, after the line being printed: a clean end, status 0.
     const end = () => void messages.close();
@@ -97,7 +100,7 @@ export async function reportsCommand(ctx: CommandContext): Promise<number> {
     if (follow) for (const signal of signals) process.once(signal, end);
     try {
       for await (const m of messages) {
-        ctx.print(m.string());
+        ctx.print(await withTrust(ctx, enrolments, m));
         if (!follow && m.info.pending === 0) break;
       }
     } finally {
@@ -108,6 +111,23 @@ export async function reportsCommand(ctx: CommandContext): Promise<number> {
   } finally {
     await nc.close();
   }
+}
+
+/**
+ * A report as printed: its JSON with `trust` added (what its signature and its node's enrolled key say).
+ * One that is not verified is also said on stderr, so that a forged report is never read as the host's.
+ */
+async function withTrust(ctx: CommandContext, enrolments: Enrolments, m: JsMsg): Promise<string> {
+  const node = nodeOfReportSubject(m.subject);
+  const trust = await enrolments.check(signedReportOf(node, m.data, m.headers));
+  let report: unknown;
+  try {
+    report = m.json();
+  } catch {
+    report = { node, unreadable: m.string() };
+  }
+  if (trust.verdict !== 'verified') ctx.log.warn({ node, streamSequence: m.seq, trust }, `the report at stream sequence ${m.seq} on ${m.subject} is not verified: ${trust.verdict}`);
+  return JSON.stringify({ ...(report as object), trust });
 }
 
 /** `meshctl status NODE`: asks the host (request/reply, read-only); without a node, the fleet view. */

@@ -1,0 +1,55 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { hostPermissions } from '../../link/permissions.js';
+import { NODE_ID_PATTERN } from '../../declaration/ids.js';
+import { EXIT, refused, usageError } from '../../system/errors.js';
+import { lazy } from '../../system/interop.js';
+import { stringFlag, type CommandContext } from '../context.js';
+
+/**
+ * `meshctl node-creds NODE --account-key FILE [--account A…] [--out FILE]`: a credentials file (user
+ * JWT and seed) for one host, signed with the mesh's NATS account key (or one of its signing keys),
+ * allowing exactly what the wire gives a host and nothing else (docs/wire.md, "What a host may do").
+ */
+export async function nodeCredsCommand(ctx: CommandContext): Promise<number> {
+  const node = ctx.args[0]!;
+  if (!new RegExp(NODE_ID_PATTERN).test(node)) throw usageError(`'${node}' is not a node id ([A-Za-z0-9_-]{1,64})`);
+  const keyFile = stringFlag(ctx.flags, 'account-key');
+  if (!keyFile) throw usageError("'node-creds' needs --account-key FILE (the account's seed SA…, or one of its signing keys)");
+  const account = stringFlag(ctx.flags, 'account');
+  const [nkeys, jwt] = await Promise.all([lazy(import('@nats-io/nkeys')), lazy(import('@nats-io/jwt'))]);
+  const signer = readAccountSeed(keyFile, nkeys);
+  if (account !== undefined && !/^A[A-Z2-7]{55}$/.test(account)) throw usageError(`--account ${account} is not an account public key (A…)`);
+  const user = nkeys.createUser();
+  const issuedBy = account !== undefined && account !== signer.getPublicKey();
+  // A signing key issues on behalf of the account it belongs to: the JWT then names that account.
+  const token = await jwt.encodeUser(`mesh-host ${node}`, user, issuedBy ? account : signer, hostPermissions(node), issuedBy ? { signer } : {});
+  const creds = Buffer.from(jwt.fmtCreds(token, user));
+  const out = stringFlag(ctx.flags, 'out');
+  if (out) {
+    try {
+      writeFileSync(out, creds, { mode: 0o600, flag: 'wx' });
+    } catch (err) {
+      throw refused(`${out}: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'exists; credentials are never overwritten' : (err as Error).message}`);
+    }
+    const summary = { node, user: user.getPublicKey(), account: issuedBy ? account : signer.getPublicKey(), creds: out };
+    ctx.print(ctx.json ? JSON.stringify(summary) : `credentials for ${node} (user ${summary.user}) written to ${out} (keep it secret; give it to that host only)`);
+  } else ctx.print(creds.toString('utf8'));
+  return EXIT.ok;
+}
+
+type Nkeys = typeof import('@nats-io/nkeys');
+
+function readAccountSeed(path: string, nkeys: Nkeys): ReturnType<Nkeys['fromSeed']> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8').trim();
+  } catch (err) {
+    throw refused(`${path}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  if (!text.startsWith('SA')) throw refused(`${path} is not an account seed (SA…)`);
+  try {
+    return nkeys.fromSeed(new TextEncoder().encode(text));
+  } catch (err) {
+    throw refused(`${path} is not an account seed: ${(err as Error).message}`);
+  }
+}

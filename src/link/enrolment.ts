@@ -1,0 +1,119 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { KV } from '@nats-io/kv';
+import type { JetStreamManager } from '@nats-io/jetstream';
+import { publicNkey } from '../declaration/nkey.js';
+import { refused } from '../system/errors.js';
+import { lazy } from '../system/interop.js';
+import { REPORT_KEY_HEADER, REPORT_SIGNATURE_HEADER, verifyReport, type ReportTrust, type SignedReport } from './report-trust.js';
+import { REPORTS_STREAM, reportSubject } from './wire.js';
+
+/** The control side's record of each node's key: a KV bucket no host's credentials reach. */
+export const ENROLMENTS_BUCKET = 'mesh_enrolments';
+
+/**
+ * How a node's key came to be trusted: pinned by the operator when the bundle was made, or taken from
+ * the first signed report the node published (trust on first use).
+ */
+export interface Enrolment {
+  key: string;
+  by: 'bundle' | 'first-report';
+  at: string;
+  /** For `first-report`: which report it was. */
+  reportSequence?: number;
+  streamSequence?: number;
+}
+
+/** What the control side believes of a report, and on what its key rests. */
+export type CheckedTrust = ReportTrust & { enrolledBy?: Enrolment['by'] };
+
+/** How far into a node's reports the first signed one is looked for (reports from before hosts signed them come first). */
+const FIRST_REPORT_SEARCH = 200;
+
+/**
+ * Each node's enrolled key, read from the bucket (made when missing: this is the control side) and
+ * cached for the life of one command. A node with none is enrolled from its first signed report in the
+ * stream, so the key rests on the oldest report, whoever reads first; a pin made at the bundle step
+ * comes before any report and is never replaced by one.
+ */
+export class Enrolments {
+  private readonly cache = new Map<string, Enrolment | undefined>();
+
+  private constructor(private readonly kv: KV, private readonly jsm: JetStreamManager) {}
+
+  static async open(nc: NatsConnection): Promise<Enrolments> {
+    const [{ Kvm }, { jetstreamManager }] = await Promise.all([lazy(import('@nats-io/kv')), lazy(import('@nats-io/jetstream'))]);
+    return new Enrolments(await new Kvm(nc).create(ENROLMENTS_BUCKET, { history: 5 }), await jetstreamManager(nc));
+  }
+
+  /** Checks one report against its node's key, enrolling the node from its first report when it has none. */
+  async check(report: SignedReport): Promise<CheckedTrust> {
+    const enrolment = await this.enrolmentOf(report.node);
+    const trust = verifyReport(report, enrolment?.key);
+    return enrolment ? { ...trust, enrolledBy: enrolment.by } : trust;
+  }
+
+  /** The node's enrolment: kept, or made now from its first signed report; undefined when it has none. */
+  async enrolmentOf(node: string): Promise<Enrolment | undefined> {
+    if (this.cache.has(node)) return this.cache.get(node);
+    const enrolment = (await this.read(node)) ?? (await this.enrolFromFirstReport(node));
+    this.cache.set(node, enrolment);
+    return enrolment;
+  }
+
+  /**
+   * Pins a node's key (the bundle step): refused when another key is enrolled, unless `replace` (a
+   * machine made anew); the same key again changes nothing.
+   */
+  async pin(node: string, key: string, options: { replace?: boolean } = {}): Promise<Enrolment> {
+    const problem = publicNkey(key, 'node');
+    if (typeof problem === 'string') throw refused(`the key to pin: ${problem}`);
+    const kept = await this.read(node);
+    if (kept?.key === key) return kept;
+    if (kept && !options.replace) throw refused(`${node} is enrolled with another key (${kept.key}, by ${kept.by} at ${kept.at}); pinning a new one needs --replace`);
+    const enrolment: Enrolment = { key, by: 'bundle', at: new Date().toISOString() };
+    await this.kv.put(node, JSON.stringify(enrolment));
+    this.cache.set(node, enrolment);
+    return enrolment;
+  }
+
+  private async read(node: string): Promise<Enrolment | undefined> {
+    const entry = await this.kv.get(node);
+    if (!entry || entry.operation !== 'PUT') return undefined;
+    return entry.json<Enrolment>();
+  }
+
+  /** Trust on first use: the key of the node's oldest report whose own signature holds, recorded only if nobody recorded one meanwhile. */
+  private async enrolFromFirstReport(node: string): Promise<Enrolment | undefined> {
+    let seq = 0;
+    for (let looked = 0; looked < FIRST_REPORT_SEARCH; looked++) {
+      const message = await this.jsm.streams.getMessage(REPORTS_STREAM, { seq, next_by_subj: reportSubject(node) } as never).catch(() => null);
+      if (!message) return undefined;
+      seq = message.seq + 1;
+      const trust = verifyReport(signedReportOf(node, message.data, message.header), undefined);
+      if (trust.verdict !== 'not-enrolled') continue;
+      const enrolment: Enrolment = { key: trust.key, by: 'first-report', at: new Date().toISOString(), streamSequence: message.seq, ...reportSequenceOf(message.data) };
+      try {
+        await this.kv.create(node, JSON.stringify(enrolment));
+        return enrolment;
+      } catch {
+        // Enrolled meanwhile (another reader, or a pin): that record stands.
+        return this.read(node);
+      }
+    }
+    return undefined;
+  }
+}
+
+function reportSequenceOf(bytes: Uint8Array): { reportSequence?: number } {
+  try {
+    const sequence = (JSON.parse(Buffer.from(bytes).toString('utf8')) as { sequence?: unknown }).sequence;
+    return typeof sequence === 'number' ? { reportSequence: sequence } : {};
+  } catch {
+    return {};
+  }
+}
+
+/** The signature headers of a message as it came (a report read from the stream). */
+export function signedReportOf(node: string, bytes: Uint8Array, headers: { get(name: string): string } | undefined): SignedReport {
+  return { node, bytes, key: headers?.get(REPORT_KEY_HEADER) || undefined, signature: headers?.get(REPORT_SIGNATURE_HEADER) || undefined };
+}

@@ -1,0 +1,49 @@
+import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, heartbeatSubject, hostInboxPrefix, inventorySubject, reportSubject, statusSubject } from './wire.js';
+
+/** One subject a host's credentials allow, and why the host needs it. */
+export interface Grant {
+  /** `publish`: the host may send on it; `subscribe`: the host may receive on it. */
+  direction: 'publish' | 'subscribe';
+  subject: string;
+  why: string;
+}
+
+const api = '$JS.API';
+const kvStream = `KV_${DECLARATIONS_BUCKET}`;
+const objStream = `OBJ_${ARCHIVES_BUCKET}`;
+
+/**
+ * Everything a host's credentials allow, and nothing else: the one place the permission set comes
+ * from (`meshctl node-creds` writes it into the user JWT; docs/wire.md is checked against it). Each
+ * subject was found by running the host's own client calls against a server in operator mode.
+ */
+export function hostGrants(node: string): Grant[] {
+  const key = `$KV.${DECLARATIONS_BUCKET}.${node}`;
+  return [
+    { direction: 'publish', subject: `${api}.DIRECT.GET.${kvStream}.${key}`, why: 'reads its own key (a direct get that names the key in the subject, so no other key can be asked for); on every reconnect and on the timer' },
+    { direction: 'publish', subject: `${api}.CONSUMER.CREATE.${kvStream}.*.${key}`, why: "watches its own key: creates the watch's ordered consumer, whose filter is in the subject (the server refuses a body whose filter differs); the consumer's name is random" },
+    { direction: 'publish', subject: reportSubject(node), why: 'publishes its reports into the stream' },
+    { direction: 'publish', subject: heartbeatSubject(node), why: 'publishes its heartbeat' },
+    { direction: 'publish', subject: `${api}.INFO`, why: 'the object store client asks whether JetStream is there before it opens the archives bucket (account totals, no names)' },
+    { direction: 'publish', subject: `${api}.STREAM.INFO.${objStream}`, why: 'opens the archives bucket (its settings)' },
+    { direction: 'publish', subject: `${api}.STREAM.MSG.GET.${objStream}`, why: "reads an archive's description (name, size, digest, chunk subject): archives are the fleet's, readable by every host" },
+    { direction: 'publish', subject: `${api}.CONSUMER.CREATE.${objStream}.*.$O.${ARCHIVES_BUCKET}.C.*`, why: "reads an archive's chunks: an ordered consumer filtered on one object's chunk subject" },
+    { direction: 'subscribe', subject: `${hostInboxPrefix(node)}.>`, why: "its own replies: acknowledgements of its reports, answers of the JetStream API, the watch's and the fetch's deliveries (it connects with this inbox prefix, so it cannot read another host's)" },
+    { direction: 'subscribe', subject: statusSubject(node), why: 'answers status requests' },
+    { direction: 'subscribe', subject: inventorySubject(node), why: 'answers inventory requests' },
+  ];
+}
+
+/**
+ * Answers: the host may publish once to the reply subject of each request it received, within this
+ * time (the server forgets the permission after it); a slow inventory answers within it.
+ */
+export const RESPONSE_GRANT = { max: 1, ttlMs: 2 * 60_000 } as const;
+
+/** The permissions of a user JWT (NATS's claim shape) for this node. */
+export function hostPermissions(node: string): { pub: { allow: string[] }; sub: { allow: string[] }; resp: { max: number; ttl: number } } {
+  const grants = hostGrants(node);
+  const subjects = (direction: Grant['direction']) => grants.filter((g) => g.direction === direction).map((g) => g.subject);
+  // The JWT's response time is a Go duration: nanoseconds.
+  return { pub: { allow: subjects('publish') }, sub: { allow: subjects('subscribe') }, resp: { max: RESPONSE_GRANT.max, ttl: RESPONSE_GRANT.ttlMs * 1_000_000 } };
+}
