@@ -1,4 +1,4 @@
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import { lazy } from '../system/interop.js';
 
 /** The newest message of one subject, as the stream holds it. */
@@ -9,6 +9,8 @@ export interface LatestMessage {
   /** When the stream stored it (ISO). */
   storedAt: string;
   bytes: Uint8Array;
+  /** Its headers as stored (a report's signature travels in them). */
+  headers?: MsgHdrs;
 }
 
 /**
@@ -26,7 +28,7 @@ export async function latestPerSubject(nc: NatsConnection, stream: string, filte
   const timer = setTimeout(() => void messages.close(), options.timeoutMs ?? 30_000);
   try {
     for await (const m of messages) {
-      latest.set(m.subject, { subject: m.subject, streamSequence: m.seq, storedAt: m.time.toISOString(), bytes: m.data });
+      latest.set(m.subject, { subject: m.subject, streamSequence: m.seq, storedAt: m.time.toISOString(), bytes: m.data, ...(m.headers ? { headers: m.headers } : {}) });
       if (m.info.pending === 0) break;
     }
   } finally {
