@@ -78,7 +78,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`per-node credenti
     const first = join(work.dir, 'first.json');
     writeFileSync(first, JSON.stringify({ version: 1, node: 'alpha', mode: 'converged', sequence: 1, resources: [] }));
     const bundle = join(work.dir, 'bundle.json');
-    const made = await runCli('meshctl', ['bundle', first, '--key', key, '--server', server.url, '--creds', creds('alpha'), '--out', bundle]);
+    // Made offline: the bundle names the host's credentials, which cannot write the node's key.
+    const made = await runCli('meshctl', ['bundle', first, '--key', key, '--server', server.url, '--creds', creds('alpha'), '--offline', '--out', bundle]);
     expect(made.code, made.stderr).toBe(0);
     const genesis = await runCli('mesh-host', ['genesis', bundle, '--mode', 'converged', ...hostFlags(), '--log-level', 'warn']);
     expect(genesis.code, genesis.stderr).toBe(0);
