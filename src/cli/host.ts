@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig, type HostConfig } from '../config/config.js';
+import { hostInboxPrefix } from '../link/wire.js';
 import { acquireLock, type HeldLock } from '../store/lock.js';
 import { ensureStateDir, type Store } from '../store/store.js';
 import { openStore } from '../apply/open.js';
@@ -52,7 +53,7 @@ export async function withHost<T>(ctx: CommandContext, command: string, run: (ho
   const { config } = loadConfig(paths.configPath);
   ensureStateDir(paths.stateDir);
   const lock: HeldLock = await acquireLock(paths.stateDir, { command: `mesh-host ${command}`, timeoutMs: config.lockTimeoutMs });
-  const archiveLink: ArchiveLink = { settings: { servers: config.servers, ...linkAuthOf(config) } };
+  const archiveLink: ArchiveLink = { settings: { servers: config.servers, ...linkAuthOf(config), inboxPrefix: hostInboxPrefix(config.node) } };
   const archives = onDemandArchiveObjects(archiveLink, ctx.log);
   try {
     const store = openStore(paths.stateDir, ctx.log);

@@ -9,6 +9,7 @@ const commands: CommandTable = {
   'put-archive': async () => (await import('./commands/put-archive.js')).putArchiveCommand,
   reports: async () => (await import('./commands/mesh.js')).reportsCommand,
   status: async () => (await import('./commands/mesh.js')).statusCommand,
+  'node-key': async () => (await import('./commands/node-key.js')).nodeKeyCommand,
   'node-creds': async () => (await import('./commands/node-creds.js')).nodeCredsCommand,
 };
 

@@ -26,6 +26,9 @@ const options: Record<string, OptionSpec> = {
   replicas: { type: 'string', value: 'N', help: 'copies the mesh keeps of declarations and reports (default: one a server, up to 3)' },
   offline: { type: 'boolean', help: 'make the bundle without writing the node\'s key (the first send must come after genesis)' },
   name: { type: 'string', value: 'NAME', help: 'the archive\'s name in the store (default: the file name)' },
+  replace: { type: 'boolean', help: 'replace the key a node enrolled (a machine made anew)' },
+  'node-key': { type: 'string', value: 'FILE', help: "the host's own key seed (SN…) to carry, made by meshctl node-key" },
+  'embed-creds': { type: 'string', value: 'FILE', help: "the host's credentials file to carry (made by meshctl node-creds); genesis writes it 0600; --creds is then meshctl's own" },
   'account-key': { type: 'string', value: 'FILE', help: "the mesh's NATS account seed (SA…), or one of its signing keys" },
   account: { type: 'string', value: 'A…', help: 'the account the signing key belongs to (when it is not the account\'s own key)' },
 };
@@ -59,11 +62,12 @@ export const meshctlProgram: ProgramSpec = {
   commands: {
     keygen: { summary: 'make an operator key pair in DIR', args: [], options: ['out'] },
     sign: { summary: 'sign a declaration; prints the envelope', args: ['FILE'], options: ['key'] },
-    bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'out'] },
+    bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'embed-creds', 'node-key', 'out'] },
     send: { summary: 'put a declaration into the mesh for NODE', args: ['NODE', 'FILE'], options: ['key', 'epoch', 'replicas', ...linkOptions] },
     'put-archive': { summary: 'upload an archive to the mesh\'s store; prints the resource to paste', args: ['FILE'], options: ['name', ...linkOptions] },
     reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'replicas', ...linkOptions] },
     status: { summary: 'the fleet, one line a node (exit 1 when any failed, is silent or has not reported); with NODE, ask that host', args: ['NODE?'], options: linkOptions },
+    'node-key': { summary: "make NODE's own key pair and pin its public key in the mesh (for bundle --node-key)", args: ['NODE'], options: ['out', 'replace', ...linkOptions] },
     'node-creds': { summary: "issue NODE's NATS credentials: its own key, subjects and read-only archives", args: ['NODE'], options: ['account-key', 'account', 'out'] },
   },
 };

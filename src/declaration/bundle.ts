@@ -3,6 +3,7 @@ import type { LinkAuth } from '../link/connect.js';
 import { isEnvelope, type Envelope } from './envelope.js';
 import { MAX_DECLARATION_BYTES, receiveDeclaration, type Received } from './load.js';
 import { NODE_ID_PATTERN } from './ids.js';
+import { nkeySeed } from './nkey.js';
 
 /** What enrols a machine: its node id, link settings, the control plane's key, a signed first declaration. */
 export interface GenesisBundle {
@@ -14,6 +15,12 @@ export interface GenesisBundle {
   declaration: Envelope;
   /** The revision of the node's key that holds this declaration, when the control side put it there. */
   keyRevision?: number;
+  /**
+   * Secrets the operator chose to carry (the bundle is then a secret itself): the host's NATS
+   * credentials file, which genesis writes 0600 as the host's own, and the host's own key seed
+   * (SN…), pinned in the mesh when it was made.
+   */
+  secrets?: { creds?: string; nodeKey?: string };
 }
 
 /** Reads a bundle and opens its declaration with the key it carries; refuses anything else whole. */
@@ -29,7 +36,7 @@ export async function openBundle(bytes: Buffer, source: string): Promise<{ bundl
   const b = value as Partial<GenesisBundle>;
   if (typeof value !== 'object' || value === null) problems.push('/: a bundle is a JSON object');
   else {
-    const allowed = new Set(['version', 'node', 'link', 'publicKey', 'declaration', 'keyRevision']);
+    const allowed = new Set(['version', 'node', 'link', 'publicKey', 'declaration', 'keyRevision', 'secrets']);
     for (const key of Object.keys(value)) if (!allowed.has(key)) problems.push(`/${key}: unknown field`);
     if (b.version !== 1) problems.push(`/version: unknown bundle version ${JSON.stringify(b.version)}`);
     if (typeof b.node !== 'string' || !new RegExp(NODE_ID_PATTERN).test(b.node)) problems.push('/node: not a node id ([A-Za-z0-9_-]{1,64})');
@@ -37,6 +44,7 @@ export async function openBundle(bytes: Buffer, source: string): Promise<{ bundl
     if (typeof b.link !== 'object' || b.link === null || !Array.isArray(b.link.servers) || !b.link.servers.every((s) => typeof s === 'string')) {
       problems.push('/link/servers: a list of server URLs');
     } else problems.push(...linkProblems(b.link as unknown as Record<string, unknown>));
+    if (b.secrets !== undefined) problems.push(...secretsProblems(b.secrets));
     if (b.keyRevision !== undefined && (!Number.isInteger(b.keyRevision) || b.keyRevision < 1)) problems.push('/keyRevision: a revision (a whole number, at least 1)');
     if (!isEnvelope(b.declaration)) problems.push('/declaration: a signed envelope {payload, key, signature}');
   }
@@ -49,6 +57,21 @@ export async function openBundle(bytes: Buffer, source: string): Promise<{ bundl
     requireSignature: true,
   });
   return { bundle, received };
+}
+
+/** Carried secrets: a credentials file's text and a node seed; anything else is refused, named. */
+function secretsProblems(secrets: unknown): string[] {
+  if (typeof secrets !== 'object' || secrets === null || Array.isArray(secrets)) return ['/secrets: an object {creds, nodeKey}'];
+  const problems: string[] = [];
+  for (const [key, value] of Object.entries(secrets)) {
+    if (key === 'creds') {
+      if (typeof value !== 'string' || !value.includes('BEGIN NATS USER JWT') || !value.includes('BEGIN USER NKEY SEED')) problems.push('/secrets/creds: the text of a NATS credentials file (user JWT and seed)');
+    } else if (key === 'nodeKey') {
+      const pair = typeof value === 'string' ? nkeySeed(value, 'node') : 'not a string';
+      if (typeof pair === 'string') problems.push(`/secrets/nodeKey: ${pair}`);
+    } else problems.push(`/secrets/${key}: unknown field`);
+  }
+  return problems;
 }
 
 /** The link's credentials are paths on the host; anything else there is refused, named. */

@@ -47,3 +47,21 @@ export function hostPermissions(node: string): { pub: { allow: string[] }; sub: 
   // The JWT's response time is a Go duration: nanoseconds.
   return { pub: { allow: subjects('publish') }, sub: { allow: subjects('subscribe') }, resp: { max: RESPONSE_GRANT.max, ttl: RESPONSE_GRANT.ttlMs * 1_000_000 } };
 }
+
+/**
+ * Why a credentials file should not go to this node, or undefined: issued for another node (its
+ * permissions name another node's report subject), or allowing everything (no permissions at all).
+ */
+export function credsProblem(text: string, node: string): string | undefined {
+  const token = /-----BEGIN NATS USER JWT-----\s*([A-Za-z0-9_.-]+)\s*-+END NATS USER JWT-+/.exec(text)?.[1];
+  let claims: { nats?: { pub?: { allow?: string[] } } };
+  try {
+    claims = JSON.parse(Buffer.from(token!.split('.')[1]!, 'base64url').toString('utf8')) as typeof claims;
+  } catch {
+    return 'not a NATS credentials file (user JWT and seed)';
+  }
+  const allowed = claims.nats?.pub?.allow;
+  if (!allowed?.length) return 'its user may publish anywhere: issue the host its own with meshctl node-creds';
+  if (!allowed.includes(reportSubject(node))) return `its user may not publish ${reportSubject(node)}: issued for another node`;
+  return undefined;
+}

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { connect, credsAuthenticator, headers as natsHeaders, type NatsConnection, type Status } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
@@ -48,6 +48,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`per-node credenti
   let key: string;
   let daemon: ChildProcess | undefined;
   let daemonLog = '';
+  let archive: Record<string, unknown>;
+  let pinnedKey: string;
   const creds = (node: string) => join(work.dir, `${node}.creds`);
   const hostFlags = () => ['--root', join(work.dir, 'root'), '--state-dir', join(work.dir, 'state'), '--config', join(work.dir, 'host.json')];
 
@@ -69,20 +71,36 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`per-node credenti
     writeFileSync(beta, JSON.stringify({ version: 1, node: 'beta', mode: 'converged', resources: [] }));
     const sent = await runCli('meshctl', ['send', 'beta', beta, '--key', key, ...controlFlags]);
     expect(sent.code, sent.stderr).toBe(0);
-    const jsm = await jetstreamManager(control);
-    await jsm.streams.add({ name: `OBJ_${ARCHIVES_BUCKET}`, subjects: [`$O.${ARCHIVES_BUCKET}.C.>`, `$O.${ARCHIVES_BUCKET}.M.>`], allow_rollup_hdrs: true });
-    await jetstream(control).publish(`$O.${ARCHIVES_BUCKET}.C.chunks`, 'archive bytes');
+    // One archive in the store, uploaded with the control side's credentials.
+    mkdirSync(join(work.dir, 'release', 'bin'), { recursive: true });
+    writeFileSync(join(work.dir, 'release', 'bin', 'tool'), '#!/bin/sh\necho tool\n');
+    execFileSync('tar', ['czf', join(work.dir, 'release.tgz'), '-C', join(work.dir, 'release'), 'bin']);
+    const put = await runCli('meshctl', ['put-archive', join(work.dir, 'release.tgz'), '--json', ...controlFlags]);
+    expect(put.code, put.stderr).toBe(0);
+    archive = (JSON.parse(put.stdout) as { resource: Record<string, unknown> }).resource;
 
-    // alpha enrols with its issued credentials, and runs.
+    // alpha's key is made and pinned at the bundle step; the bundle carries it and alpha's credentials.
+    const pinned = await runCli('meshctl', ['node-key', 'alpha', '--out', join(work.dir, 'alpha.nk'), '--json', ...controlFlags]);
+    expect(pinned.code, pinned.stderr).toBe(0);
+    pinnedKey = (JSON.parse(pinned.stdout) as { publicKey: string }).publicKey;
     mkdirSync(join(work.dir, 'root', 'srv'), { recursive: true });
     const first = join(work.dir, 'first.json');
     writeFileSync(first, JSON.stringify({ version: 1, node: 'alpha', mode: 'converged', sequence: 1, resources: [] }));
     const bundle = join(work.dir, 'bundle.json');
-    // Made offline: the bundle names the host's credentials, which cannot write the node's key.
-    const made = await runCli('meshctl', ['bundle', first, '--key', key, '--server', server.url, '--creds', creds('alpha'), '--offline', '--out', bundle]);
+    const made = await runCli('meshctl', ['bundle', first, '--key', key, ...controlFlags, '--embed-creds', creds('alpha'), '--node-key', join(work.dir, 'alpha.nk'), '--out', bundle]);
     expect(made.code, made.stderr).toBe(0);
+    // Another node's credentials are refused in alpha's bundle, before anything is written.
+    const wrong = await runCli('meshctl', ['bundle', first, '--key', key, ...controlFlags, '--embed-creds', creds('beta'), '--offline']);
+    expect(wrong.code).toBe(3);
+    expect(wrong.stderr).toMatch(/is not for alpha: .*issued for another node/);
     const genesis = await runCli('mesh-host', ['genesis', bundle, '--mode', 'converged', ...hostFlags(), '--log-level', 'warn']);
     expect(genesis.code, genesis.stderr).toBe(0);
+    // The carried credentials are the host's own now, 0600 under the state directory; the carried bundle copy keeps no secret.
+    const written = JSON.parse(readFileSync(join(work.dir, 'host.json'), 'utf8')) as { creds?: string };
+    expect(written.creds).toBe(join(work.dir, 'state', 'node.creds'));
+    expect(readFileSync(written.creds!, 'utf8')).toBe(readFileSync(creds('alpha'), 'utf8'));
+    expect(statSync(written.creds!).mode & 0o777).toBe(0o600);
+    expect(readFileSync(join(work.dir, 'state', 'bundle.json'), 'utf8')).not.toMatch(/NKEY SEED|"secrets"/);
     // A heartbeat every second, so that one is heard soon.
     const config = join(work.dir, 'host.json');
     writeFileSync(config, JSON.stringify({ ...JSON.parse(readFileSync(config, 'utf8')), heartbeatMs: 1000 }));
@@ -107,23 +125,25 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`per-node credenti
     return { lines: read.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as PrintedReport), stderr: read.stderr };
   }
 
-  it('a host with its issued credentials works end to end: its key watched and delivered, reports acknowledged and verified, requests answered, heartbeat heard', async () => {
+  it('a host with its issued credentials works end to end: its key watched and delivered, an archive fetched, reports acknowledged and verified, requests answered, heartbeat heard', async () => {
     const beats: string[] = [];
     const heartbeat = control.subscribe('mesh.heartbeat.alpha', { callback: (_err, m) => void beats.push(m.string()) });
     const next = join(work.dir, 'next.json');
-    writeFileSync(next, JSON.stringify({ version: 1, node: 'alpha', mode: 'converged', resources: [{ type: 'directory', id: 'd', path: '/srv/alpha' }] }));
+    writeFileSync(next, JSON.stringify({ version: 1, node: 'alpha', mode: 'converged', resources: [{ type: 'directory', id: 'd', path: '/srv/alpha' }, { ...archive, path: '/srv/release' }] }));
     const sent = await runCli('meshctl', ['send', 'alpha', next, '--key', key, ...controlFlags]);
     expect(sent.code, sent.stderr).toBe(0);
-    await until(`the delivery applied\n${daemonLog}`, () => (existsSync(join(work.dir, 'root/srv/alpha')) ? true : undefined));
+    await until(`the delivery applied\n${daemonLog}`, () => (existsSync(join(work.dir, 'root/srv/release/bin/tool')) ? true : undefined));
+    expect(existsSync(join(work.dir, 'root/srv/alpha'))).toBe(true);
     const read = await until('two reports', async () => {
       const r = await reports('alpha');
       return r.lines.length >= 2 ? r : undefined;
     });
     expect(read.lines.map((r) => [r.sequence, r.trigger, r.trust.verdict])).toEqual([[1, 'genesis', 'verified'], [2, 'delivery', 'verified']]);
-    // The key the reports are held to is the one genesis made, 0600 in the state directory, taken from the first report.
+    // The key the reports are held to is the one pinned at the bundle step, which genesis kept 0600 in the state directory.
     const seed = readFileSync(join(work.dir, 'state', HOST_KEY_FILE), 'utf8').trim();
     expect(statSync(join(work.dir, 'state', HOST_KEY_FILE)).mode & 0o777).toBe(0o600);
-    expect(read.lines[0]!.trust).toMatchObject({ key: (reportSigner(seed) as ReportSigner).publicKey, enrolledBy: 'first-report' });
+    expect((reportSigner(seed) as ReportSigner).publicKey).toBe(pinnedKey);
+    expect(read.lines[0]!.trust).toMatchObject({ key: pinnedKey, enrolledBy: 'bundle' });
 
     const status = await runCli('meshctl', ['status', 'alpha', '--json', ...controlFlags]);
     expect(status.code, status.stderr).toBe(0);
@@ -286,5 +306,21 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`per-node credenti
     expect(bySequence.get(902)).toMatchObject({ verdict: 'unsigned' });
     expect(stderr).toMatch(/not verified: bad-signature/);
     expect(stderr).toMatch(/not verified: unknown-key/);
+  });
+
+  it('a node never pinned is enrolled from its first signed report in the stream; a later report under another key is flagged', async () => {
+    const js = jetstream(control);
+    const publish = async (signer: ReportSigner, sequence: number) => {
+      const bytes = Buffer.from(JSON.stringify({ node: 'gamma', sequence, trigger: 'apply', outcome: 'converged', steps: [] }));
+      const h = natsHeaders();
+      for (const [name, value] of Object.entries(signer.headersFor(bytes))) h.set(name, value);
+      await js.publish('mesh.report.gamma', bytes, { headers: h, msgID: `gamma-${sequence}` });
+    };
+    const first = reportSigner(newNkeySeed('node')) as ReportSigner;
+    const later = reportSigner(newNkeySeed('node')) as ReportSigner;
+    await publish(first, 1);
+    await publish(later, 2);
+    const { lines } = await reports('gamma');
+    expect(lines.map((l) => [l.sequence, l.trust.verdict, l.trust.enrolledBy])).toEqual([[1, 'verified', 'first-report'], [2, 'unknown-key', 'first-report']]);
   });
 });

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { sign, type Envelope } from '../../declaration/envelope.js';
 import { readDeclarationFile, receiveDeclaration } from '../../declaration/load.js';
 import { EXIT, refused, usageError } from '../../system/errors.js';
@@ -6,6 +6,8 @@ import { stringFlag, type CommandContext } from '../context.js';
 import { readSeed } from './keys.js';
 import type { GenesisBundle } from '../../declaration/bundle.js';
 import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
+import { credsProblem } from '../../link/permissions.js';
+import { nkeySeed } from '../../declaration/nkey.js';
 import { connectWire, countFlag } from './mesh.js';
 import { checkPayloadSize, describeMark, numberAndSign, openDeclarations, putNumbered, refuseUnlessNewer } from './numbering.js';
 
@@ -26,6 +28,8 @@ export async function bundleCommand(ctx: CommandContext): Promise<number> {
   const seed = readSeed(key);
   const nodeFlag = stringFlag(ctx.flags, 'node');
   const epochFlag = countFlag(ctx, 'epoch', 0);
+  // Checked before anything is written to the mesh.
+  const secrets = carriedSecrets(ctx, nodeFlag ?? nodeOf(bytes, file));
   let envelope: Envelope;
   let node: string;
   let keyRevision: number | undefined;
@@ -55,14 +59,18 @@ export async function bundleCommand(ctx: CommandContext): Promise<number> {
       await nc.close();
     }
   }
+  // With carried credentials, --creds is meshctl's own connection, not a path on the host.
+  const hostAuth = linkAuthFromFlags(ctx.flags);
+  if (secrets?.creds) delete hostAuth.creds;
   const bundle: GenesisBundle = {
     version: 1,
     node,
-    // Paths as the host will find them: the bundle carries where its credentials are, never the secrets.
-    link: { servers, ...linkAuthFromFlags(ctx.flags) },
+    // Paths as the host will find them; secrets only when the operator asks to carry them.
+    link: { servers, ...hostAuth },
     publicKey: envelope.key,
     declaration: envelope,
     ...(keyRevision === undefined ? {} : { keyRevision }),
+    ...(secrets ? { secrets } : {}),
   };
   const text = `${JSON.stringify(bundle, null, 2)}\n`;
   const out = stringFlag(ctx.flags, 'out');
@@ -82,4 +90,33 @@ function nodeOf(bytes: Buffer, file: string): string {
   const node = (value as { node?: unknown } | null)?.node;
   if (typeof node !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(node)) throw refused(`${file}: /node: not a node id ([A-Za-z0-9_-]{1,64}); nothing was sent`);
   return node;
+}
+
+/**
+ * `--embed-creds FILE` (the host's credentials, made by meshctl node-creds) and `--node-key FILE` (its
+ * own key seed, made and pinned by meshctl node-key): read, checked for this node, carried.
+ */
+function carriedSecrets(ctx: CommandContext, node: string): GenesisBundle['secrets'] {
+  const credsFile = stringFlag(ctx.flags, 'embed-creds');
+  const keyFile = stringFlag(ctx.flags, 'node-key');
+  if (!credsFile && !keyFile) return undefined;
+  const read = (path: string) => {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (err) {
+      throw refused(`${path}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  };
+  const secrets: NonNullable<GenesisBundle['secrets']> = {};
+  if (credsFile) {
+    secrets.creds = read(credsFile);
+    const problem = credsProblem(secrets.creds, node);
+    if (problem) throw refused(`${credsFile} is not for ${node}: ${problem}`);
+  }
+  if (keyFile) {
+    secrets.nodeKey = read(keyFile).trim();
+    const pair = nkeySeed(secrets.nodeKey, 'node');
+    if (typeof pair === 'string') throw refused(`${keyFile} is ${pair} (meshctl node-key ${node} makes one)`);
+  }
+  return secrets;
 }

@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { readDeclarationFile } from '../../declaration/load.js';
-import { openBundle } from '../../declaration/bundle.js';
+import { openBundle, type GenesisBundle } from '../../declaration/bundle.js';
+import { ensureHostKey } from '../../report/host-key.js';
+import { hostInboxPrefix } from '../../link/wire.js';
 import { readConfigFile, writeConfig } from '../../config/config.js';
 import { linkAuthOf } from '../../link/connect.js';
 import { applyDeclaration, modeProblem } from '../../apply/apply.js';
@@ -14,6 +16,19 @@ import type { Mode } from '../../declaration/schema.js';
 
 /** The bundle genesis applied, carried under the state directory for `reconcile` before the mesh speaks. */
 export const CARRIED_BUNDLE = 'bundle.json';
+
+/** The host's credentials when the bundle carries them: under the state directory, 0600. */
+export const CARRIED_CREDS = 'node.creds';
+
+/** Makes or keeps the host's key (the bundle's when it carries one) and writes carried credentials; returns their path. */
+function keepCarriedSecrets(stateDir: string, bundle: GenesisBundle, ctx: CommandContext): string | undefined {
+  const key = ensureHostKey(stateDir, bundle.secrets?.nodeKey);
+  if (key.made) ctx.log.info({ key: key.publicKey, pinned: bundle.secrets?.nodeKey !== undefined }, "the host's own key is kept: it signs every report");
+  if (!bundle.secrets?.creds) return undefined;
+  const path = join(stateDir, CARRIED_CREDS);
+  writeDurably(path, Buffer.from(bundle.secrets.creds), 0o600);
+  return path;
+}
 
 /**
  * `mesh-host genesis BUNDLE --mode adopted|converged [--dry-run]`: verifies the bundle, records the
@@ -43,8 +58,12 @@ export async function genesisCommand(ctx: CommandContext): Promise<number> {
     if (problem) throw refused(`${file}: ${problem}; nothing was touched`);
 
     host.env.node = bundle.node;
+    // The host's own key (the bundle's, when it carries one) and carried credentials are kept before the
+    // apply: a key that differs from the one kept is refused before anything is touched, and an archive
+    // is fetched with the host's own credentials.
+    const carriedCreds = dryRun ? undefined : keepCarriedSecrets(paths.stateDir, bundle, ctx);
     // Before genesis the configuration has no link: an archive of the bundle is fetched over the bundle's.
-    if (host.archiveLink) host.archiveLink.settings = { servers: bundle.link.servers, ...linkAuthOf(bundle.link) };
+    if (host.archiveLink) host.archiveLink.settings = { servers: bundle.link.servers, ...linkAuthOf(bundle.link), ...(carriedCreds ? { creds: carriedCreds } : {}), inboxPrefix: hostInboxPrefix(bundle.node) };
     if (host.archiveStore && bundle.link.servers.length > 0) host.env.archiveObjects = host.archiveStore;
     const result = await applyDeclaration(host.env, {
       received,
@@ -62,7 +81,8 @@ export async function genesisCommand(ctx: CommandContext): Promise<number> {
       // Consumed: reconcile will hold the machine to what this applied, never to other carried bytes.
       host.store.updateHead((s) => (s.genesisDigest = received.digest));
       host.store.save();
-      writeDurably(join(paths.stateDir, CARRIED_BUNDLE), bytes, 0o600);
+      // The carried copy keeps no secrets: they are kept apart, each in its own file.
+      writeDurably(join(paths.stateDir, CARRIED_BUNDLE), bundle.secrets ? Buffer.from(JSON.stringify({ ...bundle, secrets: undefined })) : bytes, 0o600);
       // The control side put this declaration into the node's key: the daemon reads that revision as the
       // one it kept and applied, not as a new delivery to apply and report again.
       if (bundle.keyRevision !== undefined) writeDurably(join(paths.stateDir, KEPT_REVISION), Buffer.from(JSON.stringify({ revision: bundle.keyRevision, digest: received.digest })), 0o600);
@@ -72,6 +92,7 @@ export async function genesisCommand(ctx: CommandContext): Promise<number> {
         publicKey: bundle.publicKey,
         servers: bundle.link.servers,
         ...linkAuthOf(bundle.link),
+        ...(carriedCreds ? { creds: carriedCreds } : {}),
       });
       ctx.log.info({ node: bundle.node, digest: received.digest, config: paths.configPath }, 'enrolled: the bundle is consumed and the configuration written');
     }
