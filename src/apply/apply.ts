@@ -58,6 +58,11 @@ export interface ApplyRequest {
   said?: string[];
   /** The plan carries a unified diff of each file whose content changes (`--diff`). */
   diff?: boolean;
+  /**
+   * What a watcher found between applies (`fail2ban.service was failed`): said in the report, which is
+   * then always made, even when the reconcile had nothing to repair, so that the mesh hears of it.
+   */
+  found?: string[];
 }
 
 export type ApplyResult =
@@ -130,7 +135,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     }
     if (request.dryRun) return { kind: 'planned', plan };
 
-    const said: string[] = [...(request.said ?? [])];
+    const said: string[] = [...(request.found ?? []), ...(request.said ?? [])];
     if (store.state.mode !== declaration.mode) {
       said.push(store.state.mode === undefined ? `mode recorded: ${declaration.mode}` : `mode changed by the mesh: ${store.state.mode} → ${declaration.mode}`);
     }
@@ -158,7 +163,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       startedAt,
       finishedAt,
     };
-    const speaks = shouldSpeak(report, store.state.lastFingerprint);
+    const speaks = shouldSpeak(report, store.state.lastFingerprint) || (request.found?.length ?? 0) > 0;
     store.updateHead((state) => {
       state.mode = declaration.mode;
       state.held = report.facts.held;

@@ -22,6 +22,10 @@ export interface HostConfig extends LinkAuth {
   archiveLimits?: Partial<ArchiveLimits>;
   /** Forces the service manager instead of taking it from the inventory. */
   serviceManager?: 'systemd' | 'openrc';
+  /** node_exporter's textfile collector: the metrics are written here (whole) after every apply. */
+  metricsFile?: string;
+  /** A loopback HOST:PORT where the metrics are served (GET /metrics); any other address is refused. */
+  metricsListen?: string;
   /**
    * Bounds of the reports waiting for the mesh (defaults 1,000 reports, 64 MiB): past one, the oldest
    * are folded into one report that says what was folded. `keepFull`: whole reports kept on the host.
