@@ -18,7 +18,8 @@ export interface ReportSeen {
   signature?: SignatureVerdict;
 }
 
-export type SignatureVerdict = { verdict: 'verified' } | { verdict: 'failed'; reason: string };
+/** What a report's signature says: verified; failed (forged, another key, another node); or unverified (unsigned, or its node enrolled no key yet). */
+export type SignatureVerdict = { verdict: 'verified' } | { verdict: 'failed'; reason: string } | { verdict: 'unverified'; reason: string };
 
 /** The newest heartbeat of one node, as the heartbeats stream holds it. */
 export interface HeartbeatSeen {
@@ -87,6 +88,7 @@ function rowOf(node: string, seen: ReportSeen | undefined, beat: HeartbeatSeen |
   const report = seen?.report;
   if (seen && !report) problems.push('its last report is not readable');
   if (seen?.signature?.verdict === 'failed') problems.push(`its last report's signature does not verify: ${seen.signature.reason}`);
+  if (seen?.signature?.verdict === 'unverified') problems.push(`its last report is not verified: ${seen.signature.reason}`);
 
   const lastOutcome = report
     ? {

@@ -75,7 +75,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl status: t
       await h.start();
       return h;
     };
-    const [good, bad, gone] = [await start(500), await start(500), await start(300)];
+    const [good, bad, gone] = [await start(3000), await start(3000), await start(300)];
     await good.put({ epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'file', id: 'conf', path: '/srv/app/app.conf', content: 'x=1\n' }] });
     writeFileSync(join(bad.root, 'srv/blocker'), 'a file where a directory is declared\n');
     await bad.put({ epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'file', id: 'conf', path: '/srv/blocker/app.conf', content: 'x=1\n' }] });
@@ -94,7 +94,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl status: t
     const view = await until('the killed host to be silent and the good one converged on sequence 2', async () => {
       const v = await fleet(server);
       const row = (node: string) => v.rows.find((r) => r.node === node);
-      return row(gone.node)?.state === 'silent' && row(good.node)?.lastApplied?.sequence === 2 && row(bad.node)?.state === 'failed' ? v : undefined;
+      return row(gone.node)?.state === 'silent' && row(good.node)?.state === 'converged' && row(good.node)?.lastApplied?.sequence === 2 && row(bad.node)?.state === 'failed' ? v : undefined;
     });
 
     expect(view.code).toBe(1);

@@ -1,0 +1,37 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { Enrolments, signedReportOf } from '../link/enrolment.js';
+import { REPORT_SIGNATURE_HEADER, verifyReport } from '../link/report-trust.js';
+import type { SignatureVerdict } from './fleet.js';
+import type { ReportVerifier } from './read.js';
+
+/**
+ * The fleet view's check of each node's newest report: its signature against the key its node enrolled
+ * (the same check as `meshctl reports`). Forged, signed by another key or naming another node: failed.
+ * Unsigned, or signed by a node that enrolled no key yet: unverified, said but not failed. An unsigned
+ * report costs no read of the enrolments.
+ */
+export async function fleetReportVerifier(nc: NatsConnection): Promise<ReportVerifier> {
+  let enrolments: Promise<Enrolments> | undefined;
+  return async (node, message) => {
+    const signed = signedReportOf(node, message.bytes, message.headers);
+    if (!message.headers?.get(REPORT_SIGNATURE_HEADER)) return verdictOf(verifyReport(signed, undefined));
+    return verdictOf(await (await (enrolments ??= Enrolments.open(nc))).check(signed));
+  };
+}
+
+function verdictOf(trust: ReturnType<typeof verifyReport>): SignatureVerdict {
+  switch (trust.verdict) {
+    case 'verified':
+      return { verdict: 'verified' };
+    case 'unsigned':
+      return { verdict: 'unverified', reason: 'it is not signed' };
+    case 'not-enrolled':
+      return { verdict: 'unverified', reason: `signed by ${trust.key}, but its node has enrolled no key` };
+    case 'bad-signature':
+      return { verdict: 'failed', reason: trust.reason };
+    case 'unknown-key':
+      return { verdict: 'failed', reason: `signed by ${trust.key}, not by the key its node enrolled (${trust.enrolled})` };
+    case 'wrong-node':
+      return { verdict: 'failed', reason: `it names ${trust.named ?? 'no node'}, not the node of its subject` };
+  }
+}
