@@ -10,6 +10,7 @@ import { benchWatch } from './watch.js';
 import { machine } from './stats.js';
 import { benchPeers } from './peers.js';
 import { benchCrash } from './crash.js';
+import { benchScale } from './scale.js';
 
 const project = fileURLToPath(new URL('../../', import.meta.url));
 const only = process.argv[2];
@@ -40,7 +41,7 @@ const out = () => {
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch) runs one part and keeps the others.',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, scale) runs one part and keeps the others.',
       '',
       `Machine: ${machine()}`,
       '',
@@ -72,6 +73,10 @@ if (!only || only === 'link') {
 }
 if (!only || only === 'fleet') {
   sections.push(...(await benchFleet()), '');
+  out();
+}
+if (!only || only === 'scale') {
+  sections.push(...(await benchScale()), '');
   out();
 }
 if (!only || only === 'peers') {

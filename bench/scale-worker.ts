@@ -1,0 +1,79 @@
+/**
+ * Simulated hosts for the scale benchmark, many in one process: each has the real link session (its
+ * own connection, the KV watch of its key, the re-read timer, heartbeats, status answers), the real
+ * outbox and the real report path (sent shape, fitted under the server's limit, published with its
+ * message id, removed on acknowledgement). The file work is a stand-in: the declaration is checked
+ * (signature, schema) as a host checks it, and every resource reported unchanged.
+ *
+ * argv: servers (comma-separated), first index, count, state root, the operator's public key.
+ * Says "up N" on stdout when all its hosts are connected and watching.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { LinkSession } from '../src/link/session.js';
+import { Outbox, REPORT_HEADROOM } from '../src/report/outbox.js';
+import { receiveDeclaration } from '../src/declaration/load.js';
+import type { Report } from '../src/report/report.js';
+import type { Logger } from '../src/system/log.js';
+
+const [servers, first, count, stateRoot, publicKey] = process.argv.slice(2) as [string, string, string, string, string];
+const quiet = (() => {
+  const log = { fatal() {}, error() {}, warn() {}, info() {}, debug() {}, trace() {}, child: () => log };
+  return log as unknown as Logger;
+})();
+
+let up = 0;
+const hosts = Number(count);
+for (let i = Number(first); i < Number(first) + hosts; i++) {
+  const node = `sim-${String(i).padStart(5, '0')}`;
+  const stateDir = join(stateRoot, node);
+  mkdirSync(stateDir, { recursive: true });
+  const outbox = new Outbox(stateDir);
+  let reportSequence = 0;
+  let chain: Promise<void> = Promise.resolve();
+  let wasUp = false;
+  const session: LinkSession = new LinkSession(
+    { settings: { servers: servers.split(','), name: `sim ${node}` }, node, log: quiet, heartbeatMs: 30_000, rereadMs: 60_000 },
+    {
+      onDeclaration: ({ bytes, revision }) => {
+        chain = chain.then(async () => {
+          const startedAt = new Date().toISOString();
+          const { declaration, digest } = await receiveDeclaration(Buffer.from(bytes), { source: `revision ${revision}`, node, requireSignature: true, pinnedKey: publicKey });
+          const report: Report = {
+            node, sequence: ++reportSequence, trigger: 'delivery',
+            declaration: { ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest },
+            mode: declaration.mode, outcome: 'converged',
+            steps: declaration.resources.map((r) => ({ resource: r.id, type: r.type, target: 'path' in r ? String(r.path) : r.id, actions: [], status: 'unchanged' as const })),
+            said: [], facts: { held: [], links: [], filters: [], foundFirewall: null }, startedAt, finishedAt: new Date().toISOString(),
+          };
+          outbox.add(report);
+          for (;;) {
+            try {
+              const message = outbox.message(report.sequence, (session.maxPayload ?? Infinity) - REPORT_HEADROOM);
+              if (message) await session.publishReport(report.sequence, message);
+              outbox.remove(report.sequence);
+              return;
+            } catch {
+              await new Promise((r) => setTimeout(r, 500));
+            }
+          }
+        }).catch((err: Error) => {
+          process.stderr.write(`${node}: ${err.message}\n`);
+        });
+      },
+      onUp: () => {
+        if (wasUp) return;
+        wasUp = true;
+        if (++up === hosts) process.stdout.write(`up ${hosts}\n`);
+      },
+      onDown: () => {},
+      status: async () => ({ node, reportSequence }),
+      inventory: async () => ({}),
+      heartbeat: () => ({ node, reportSequence }),
+    },
+  );
+  void session.open();
+  // Connections opened a few at a time, as a fleet's restarts spread them.
+  if (i % 50 === 0) await new Promise((r) => setTimeout(r, 20));
+}
+process.on('SIGTERM', () => process.exit(0));
