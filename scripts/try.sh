@@ -62,8 +62,11 @@ echo "== meshctl reports --node example (one line a report: sequence, trigger, o
 ./bin/meshctl reports --node example --server "$server" --log-level warn \
   | node -e 'require("readline").createInterface({input:process.stdin}).on("line",l=>{const r=JSON.parse(l);const c={};for(const n of Object.values(r.unchanged||{}))c.unchanged=(c.unchanged||0)+n;for(const s of r.steps)c[s.status]=(c[s.status]||0)+1;console.log(`report ${r.sequence}: ${r.trigger} ${r.outcome} (${Object.entries(c).map(([k,v])=>v+" "+k).join(", ")})`)})'
 echo
-echo "== meshctl status example"
+echo "== meshctl status example (the host asked)"
 ./bin/meshctl status example --server "$server" --log-level warn
+echo
+echo "== meshctl status (the fleet at a glance: one line a node, worst first; exit 1 if any failed or is silent)"
+./bin/meshctl status --server "$server" --log-level warn
 echo
 echo "== stopping the daemon (SIGTERM: it ends between applies) and the nats-server"
 kill -TERM "$daemon"; wait "$daemon" || true

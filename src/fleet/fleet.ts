@@ -106,7 +106,10 @@ function rowOf(node: string, seen: ReportSeen | undefined, beat: HeartbeatSeen |
 
   const intervalMs = beat?.beat?.intervalMs ?? DEFAULT_HEARTBEAT_MS;
   const heartbeat = beat ? { agoMs: Math.max(0, nowMs - beat.storedAtMs), intervalMs } : null;
-  const silent = !heartbeat || heartbeat.agoMs > SILENT_AFTER_INTERVALS * intervalMs;
+  // A host's first beat comes at a random point of its first interval: one that has not beaten yet is
+  // silent only when it has not reported within three intervals either.
+  const quietMs = heartbeat?.agoMs ?? (seen ? Math.max(0, nowMs - seen.storedAtMs) : Number.POSITIVE_INFINITY);
+  const silent = quietMs > SILENT_AFTER_INTERVALS * intervalMs;
   if (silent) problems.push(heartbeat ? `silent: no heartbeat for ${formatAgo(heartbeat.agoMs)} (it beats every ${formatAgo(intervalMs)})` : 'silent: no heartbeat heard');
 
   // The heartbeat is the fresher word on what was applied; a report says it when no beat is kept.
