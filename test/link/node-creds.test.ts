@@ -290,13 +290,14 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`per-node credenti
     const h = natsHeaders();
     h.set(REPORT_KEY_HEADER, real.publicKey);
     h.set(REPORT_SIGNATURE_HEADER, real.headersFor(Buffer.from('other bytes'))[REPORT_SIGNATURE_HEADER]!);
-    await js.publish('mesh.report.alpha', forged, { headers: h, msgID: 'alpha-900' });
     const stranger = reportSigner(newNkeySeed('node')) as ReportSigner;
     const other = Buffer.from(JSON.stringify({ node: 'alpha', sequence: 901, trigger: 'delivery', outcome: 'converged', steps: [] }));
     const h2 = natsHeaders();
     for (const [name, value] of Object.entries(stranger.headersFor(other))) h2.set(name, value);
     await js.publish('mesh.report.alpha', other, { headers: h2, msgID: 'alpha-901' });
     await js.publish('mesh.report.alpha', Buffer.from(JSON.stringify({ node: 'alpha', sequence: 902 })), { msgID: 'alpha-902' });
+    // The forged one last: it is alpha's newest report, the one the fleet view reads.
+    await js.publish('mesh.report.alpha', forged, { headers: h, msgID: 'alpha-900' });
 
     const { lines, stderr } = await reports('alpha');
     const bySequence = new Map(lines.map((l) => [l.sequence, l.trust]));
@@ -306,6 +307,10 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`per-node credenti
     expect(bySequence.get(902)).toMatchObject({ verdict: 'unsigned' });
     expect(stderr).toMatch(/not verified: bad-signature/);
     expect(stderr).toMatch(/not verified: unknown-key/);
+    // The fleet view holds alpha's newest report (the forged one) to the same key, and fails the node.
+    const view = await runCli('meshctl', ['status', '--json', ...controlFlags]);
+    const row = (JSON.parse(view.stdout) as { nodes: { node: string; signature?: string; problems: string[] }[] }).nodes.find((n) => n.node === 'alpha');
+    expect(row).toMatchObject({ signature: 'failed', problems: expect.arrayContaining([expect.stringMatching(/signature does not verify/)]) });
   });
 
   it('a node never pinned is enrolled from its first signed report in the stream; a later report under another key is flagged', async () => {
