@@ -20,6 +20,7 @@ import { serviceRuntime } from '../services/runtime.js';
 import type { Outbox } from '../report/outbox.js';
 import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../archive/limits.js';
 import type { ArchiveObjectsProvider } from '../archive/objects.js';
+import { settleFoundFirewall, type FirewallEnv, type Settled } from '../firewall/settle.js';
 
 /** Everything an apply needs from the host, passed in. */
 export interface HostEnv {
@@ -43,6 +44,8 @@ export interface HostEnv {
   archiveObjects?: ArchiveObjectsProvider;
   /** Bounds of what an archive may unpack to, and of the kept archives (defaults: 1 GiB each). */
   archiveLimits?: Partial<ArchiveLimits>;
+  /** Reads the machine's filters and retires its found firewall after a converged apply. */
+  firewall?: FirewallEnv;
 }
 
 export interface ApplyRequest {
@@ -141,6 +144,9 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     }
     const outcome = await applyPlan(planned, ctx, env.handlers);
     if (services?.verified) said.push(`second look at ${services.verified.units.join(', ')} after a pause of ${services.verified.pausedMs} ms (verifying took ${services.verified.tookMs} ms)`);
+    const firewall = await retireFoundFirewallAfterApply(env, declaration.mode, !outcome.error);
+    said.push(...(firewall?.said ?? []));
+    const error: Report['error'] = outcome.error ?? (firewall?.failure ? { message: firewall.failure } : undefined);
     const heldSteps = outcome.steps.filter((s) => s.status === 'held');
     const finishedAt = env.clock.now().toISOString();
     const facts = await env.facts?.();
@@ -150,15 +156,15 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       trigger: request.trigger,
       declaration: { ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest },
       mode: declaration.mode,
-      outcome: outcome.error ? 'failed' : 'converged',
-      ...(outcome.error ? { error: outcome.error } : {}),
+      outcome: error ? 'failed' : 'converged',
+      ...(error ? { error } : {}),
       steps: outcome.steps,
       said: [...said, ...saidOf(outcome.steps)],
       facts: {
         held: heldSteps.map((s) => ({ id: s.resource, target: s.target, reason: s.detail ?? 'held' })),
         links: facts?.links ?? [],
-        filters: facts?.filters ?? [],
-        foundFirewall: facts?.foundFirewall ?? null,
+        filters: firewall?.filters ?? facts?.filters ?? [],
+        foundFirewall: firewall?.foundFirewall ?? facts?.foundFirewall ?? null,
       },
       startedAt,
       finishedAt,
@@ -182,7 +188,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
         outcome: report.outcome,
         at: finishedAt,
         reportSequence: state.reportSequence,
-        ...(outcome.error ? { message: `${outcome.error.resource}: ${outcome.error.message}` } : {}),
+        ...(error ? { message: error.resource ? `${error.resource}: ${error.message}` : error.message } : {}),
       };
     });
     // The report reaches the outbox before the store records its sequence: a crash in between leaves
@@ -212,6 +218,15 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
   } finally {
     fs.close();
   }
+}
+
+/**
+ * The post-apply hook: on a converged machine, after a converged apply, the found firewall is retired
+ * (and kept so in the store); in every case the found firewall and the filters are read for the report.
+ */
+async function retireFoundFirewallAfterApply(env: HostEnv, mode: Mode, converged: boolean): Promise<Settled | undefined> {
+  if (!env.firewall) return undefined;
+  return settleFoundFirewall({ firewall: env.firewall, store: env.store, clock: env.clock, log: env.log, mode, converged, ...(env.serviceManager ? { serviceManager: env.serviceManager } : {}) });
 }
 
 function recordsService(store: Store, origin: Origin): boolean {

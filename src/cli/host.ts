@@ -12,6 +12,7 @@ import { systemAccounts } from '../resources/accounts.js';
 import type { HostEnv } from '../apply/apply.js';
 import { onDemandArchiveObjects, type ArchiveLink, type ArchiveObjectsProvider } from '../archive/objects.js';
 import { linkAuthOf } from '../link/connect.js';
+import { firewallEnv } from '../firewall/env.js';
 import { DEFAULT_CONFIG, DEFAULT_STATE_DIR, stringFlag, type CommandContext } from './context.js';
 
 export const KEPT_DECLARATION = 'declared.json';
@@ -73,6 +74,7 @@ export async function withHost<T>(ctx: CommandContext, command: string, run: (ho
       outbox: new Outbox(paths.stateDir, config.outbox),
       ...(config.servers.length > 0 ? { archiveObjects: archives.provider } : {}),
       ...(config.archiveLimits ? { archiveLimits: config.archiveLimits } : {}),
+      firewall: firewallEnv(ctx.runner, { root: paths.root, meshPrefix: config.meshTablePrefix }),
     };
     return await run({ paths, config, store, env, hasKeptDeclaration: existsSync(join(paths.stateDir, KEPT_DECLARATION)), archiveLink, archiveStore: archives.provider });
   } finally {

@@ -31,6 +31,8 @@ export interface HostConfig extends LinkAuth {
    * are folded into one report that says what was folded. `keepFull`: whole reports kept on the host.
    */
   outbox?: { maxReports?: number; maxBytes?: number; keepFull?: number };
+  /** The prefix of the nftables tables the mesh composes (default `mesh`): their filters are the mesh's. */
+  meshTablePrefix?: string;
 }
 
 export const DEFAULTS = { reconcileIntervalMs: 5 * 60_000, verifyPauseMs: 1500, lockTimeoutMs: 10_000 } as const;

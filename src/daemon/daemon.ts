@@ -12,6 +12,7 @@ import { orderProblem } from '../apply/order.js';
 import { takeInventory } from '../inventory/inventory.js';
 import { probeLinks, type Link } from '../inventory/links.js';
 import { LinkSession } from '../link/session.js';
+import { firewallEnv } from '../firewall/env.js';
 import { linkAuthOf } from '../link/connect.js';
 import { connectionArchiveObjects } from '../archive/objects.js';
 import { reportSigner } from '../link/report-trust.js';
@@ -76,6 +77,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     facts: async () => ({ links: await linksFact() }),
     archiveObjects: connectionArchiveObjects(() => link?.connection, () => (config.servers.length === 0 ? 'no servers are configured' : 'the link is not connected')),
     ...(config.archiveLimits ? { archiveLimits: config.archiveLimits } : {}),
+    firewall: firewallEnv(runner, { root: paths.root, meshPrefix: config.meshTablePrefix }),
   });
 
   // The links are probed at most every 30 s: three `ip` processes an apply would cost more than the

@@ -2,6 +2,7 @@ import type { Mode } from '../declaration/schema.js';
 import type { Step, StepResult } from '../resources/types.js';
 import type { HeldEntry } from '../store/state.js';
 import type { Link } from '../inventory/links.js';
+import type { FilterEntry, FoundFirewall } from '../firewall/types.js';
 
 export type Trigger = 'apply' | 'genesis' | 'reconcile' | 'delivery';
 export type Outcome = 'converged' | 'failed' | 'refused';
@@ -22,8 +23,10 @@ export interface FileDiff {
 export interface Facts {
   held: HeldEntry[];
   links: Link[];
-  filters: unknown[];
-  foundFirewall: unknown;
+  /** Every table and chain that refuses traffic, with whose it is; an `unknown` entry for a tool that could not be asked. */
+  filters: FilterEntry[];
+  /** ufw, firewalld: as found, with the host's convergence state for each; null when none is installed. */
+  foundFirewall: FoundFirewall | null;
 }
 
 /** One per apply: what was done, found and said, as data. */

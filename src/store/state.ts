@@ -56,6 +56,22 @@ export interface AppliedMark {
   at: string;
 }
 
+/**
+ * The host's convergence state for a found firewall (ufw, firewalld): `found-inactive` when it was
+ * inactive at the first look (never the mesh's doing), `retiring` once a retirement began (kept until
+ * every step is done, so that one cut short is finished at the next apply), `retired` when the mesh
+ * retired it.
+ */
+export interface FoundFirewallRecord {
+  status: 'found-inactive' | 'retiring' | 'retired';
+  /** When this status began. */
+  since: string;
+  /** While retiring: the steps done so far. */
+  stepsDone?: string[];
+  /** How many times the mesh retired it (it is retired again when enabled again by hand). */
+  retirements?: number;
+}
+
 export interface StoreState {
   version: 1;
   mode?: Mode;
@@ -69,6 +85,8 @@ export interface StoreState {
   lastOutcome?: { outcome: 'converged' | 'failed' | 'refused'; at: string; message?: string; reportSequence: number };
   /** The fingerprint of the facts last reported: a quiet reconcile with the same one says nothing. */
   lastFingerprint?: string;
+  /** The found firewalls' convergence state, by tool. */
+  foundFirewall?: Partial<Record<'ufw' | 'firewalld', FoundFirewallRecord>>;
   /** Refusals by kind (stale, forged, wrong node…), counted. */
   refusals: Record<string, number>;
 }

@@ -16,8 +16,8 @@ describe('the speak predicate', () => {
     expect(shouldSpeak({ ...quiet(), steps: [{ ...quiet().steps[0]!, status: 'done' }] }, last)).toBe(true);
     expect(shouldSpeak({ ...quiet(), outcome: 'failed' }, last)).toBe(true);
     expect(shouldSpeak(quiet(facts({ held: [{ id: 'x', target: '/etc/x', reason: 'found' }] })), last)).toBe(true);
-    expect(shouldSpeak(quiet(facts({ foundFirewall: { name: 'ufw', active: true } })), last)).toBe(true);
-    expect(shouldSpeak(quiet(facts({ filters: [{ table: 'inet filter' }] })), last)).toBe(true);
+    expect(shouldSpeak(quiet(facts({ foundFirewall: { tools: [{ tool: 'ufw', state: 'active', enabled: true, reason: "ufw says 'Status: active'", method: 'ufw status' }] } })), last)).toBe(true);
+    expect(shouldSpeak(quiet(facts({ filters: [{ kind: 'filter', backend: 'nft', family: 'inet', table: 'filter', chain: 'input', hook: 'input', policy: 'drop', refusing: 0, owner: 'other', by: 'other' }] })), last)).toBe(true);
     expect(shouldSpeak(quiet(), undefined)).toBe(true);
   });
 

@@ -6,8 +6,9 @@ import { loadConfig } from '../../config/config.js';
 import { output, type CommandContext } from '../context.js';
 import { EXIT } from '../../system/errors.js';
 import { hostPaths } from '../host.js';
+import { firewallFindings, formatFirewallFindings } from '../../firewall/inventory.js';
 
-/** `mesh-host inventory`: capabilities, links, and the states of the declared services. Reads only. */
+/** `mesh-host inventory`: capabilities, links, filters and the found firewall, and the states of the declared services. Reads only. */
 export async function inventoryCommand(ctx: CommandContext): Promise<number> {
   const paths = hostPaths(ctx);
   const { config } = loadConfig(paths.configPath);
@@ -15,8 +16,10 @@ export async function inventoryCommand(ctx: CommandContext): Promise<number> {
   const state = peekState(paths.stateDir);
   const forced = config.serviceManager ?? presentServiceManager(inventory);
   const manager = forced ? (await chooseServiceManager(ctx.runner, forced)).manager : undefined;
-  const services = await declaredServiceStates(state, manager);
+  const [services, firewall] = await Promise.all([declaredServiceStates(state, manager), firewallFindings(ctx.runner, manager, state, config.meshTablePrefix)]);
   const shown = Array.isArray(services) && services.length === 0;
-  output(ctx, { ...inventory, services }, () => [formatInventory(inventory), ...(shown ? [] : ['declared services:', ...formatServiceStates(services)])].join('\n'));
+  output(ctx, { ...inventory, filters: firewall.filters.filters, filtersNotInstalled: firewall.filters.notInstalled, foundFirewall: firewall.foundFirewall, services }, () =>
+    [formatInventory(inventory), ...formatFirewallFindings(firewall), ...(shown ? [] : ['declared services:', ...formatServiceStates(services)])].join('\n'),
+  );
   return EXIT.ok;
 }
