@@ -23,7 +23,19 @@ export interface ContainerOptions {
   /** The same, read-only. */
   readOnlyBinds?: string[];
   bootTimeoutMs?: number;
+  /** A network namespace of its own (nothing but lo): what runs inside cannot reach this machine's ruleset. */
+  privateNetwork?: boolean;
+  /** More words for the container's systemd command line (systemd.mask=…). */
+  initArgs?: string[];
 }
+
+/**
+ * A container over this machine's root starts with an empty /etc, and systemd enables every unit by
+ * its presets at that first boot: the firewalls installed here (ufw, firewalld, fail2ban) would start
+ * in every test's container, in this machine's own network namespace unless it has a private one.
+ * This preset keeps them disabled; a test that wants one starts it itself.
+ */
+const NO_FIREWALLS_PRESET = new URL('./no-firewalls.preset', import.meta.url).pathname;
 
 let counter = 0;
 const live = new Set<ChildProcess>();
@@ -85,7 +97,9 @@ export async function startContainer(options: TreeContainerOptions): Promise<Sys
     '-D', options.tree ?? '/', `--volatile=${options.tree ? 'overlay' : 'yes'}`, '-M', name, '--register=no', '--keep-unit', '--console=passive',
     ...(options.binds ?? []).map((dir) => `--bind=${dir}`),
     ...(options.readOnlyBinds ?? []).map((path) => `--bind-ro=${path}`),
-    ...(options.boot ? ['-b', 'systemd.firstboot=off'] : ['--as-pid2', ...(options.command ?? ['sleep', 'infinity'])]),
+    ...(options.tree ? [] : [`--bind-ro=${NO_FIREWALLS_PRESET}:/etc/systemd/system-preset/00-mesh-host-tests.preset`]),
+    ...(options.privateNetwork ? ['--private-network'] : []),
+    ...(options.boot ? ['-b', 'systemd.firstboot=off', ...(options.initArgs ?? [])] : ['--as-pid2', ...(options.command ?? ['sleep', 'infinity'])]),
   ];
   const nspawn = spawn('systemd-nspawn', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(nspawn);
@@ -117,7 +131,9 @@ export async function startContainer(options: TreeContainerOptions): Promise<Sys
         throw new Error(`systemd-nspawn exited (${nspawn.exitCode ?? nspawn.signalCode}) before it was ready:\n${log}`);
       }
       if (Date.now() > deadline) throw new Error(`container ${name} was not ready within ${bootTimeoutMs} ms:\n${log}`);
-      initPid ??= nspawn.pid === undefined ? undefined : childOf(nspawn.pid);
+      // Read again until ready: nspawn's first child can be a short-lived helper (setting up a private
+      // network, say) before it is the container's init.
+      initPid = nspawn.pid === undefined ? undefined : childOf(nspawn.pid);
       if (initPid !== undefined && (await options.ready(exec))) break;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
