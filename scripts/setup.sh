@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what mesh-host and its tests need on a fresh Debian machine, as root: the real components
 # the tests start (systemd-container, mmdebstrap for an OpenRC tree, nats-server, nftables, iproute2,
-# strace, graphviz; GNU tar, gzip and python3 build the hostile archives), then the package itself with `npm ci` (which builds dist/ in `prepare`).
+# strace, graphviz, the firewalls; GNU tar, gzip and python3 build the hostile archives), then the package itself with `npm ci` (which builds dist/ in `prepare`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +18,35 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# The firewalls the found-firewall tests retire (in a container with a private network) and the tools
+# the ruleset fixtures were captured with. Installed without starting their services (policy-rc.d),
+# then disabled on this machine's root: they must never filter this machine, nor start in a test's
+# container over its root. ufw's own switch (ENABLED=no in /etc/ufw/ufw.conf) is left as shipped.
+firewall_packages=()
+for pair in ufw:ufw firewall-cmd:firewalld fail2ban-client:fail2ban iptables-legacy-save:iptables podman:podman; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || firewall_packages+=("${pair#*:}")
+done
+if [ ${#firewall_packages[@]} -gt 0 ]; then
+  echo "setup: installing ${firewall_packages[*]} with their services kept from starting" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  policy=/usr/sbin/policy-rc.d
+  [ -e "$policy" ] && { echo "setup: $policy exists; not replacing it" >&2; exit 1; }
+  printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy"
+  trap 'rm -f "$policy"' EXIT
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${firewall_packages[@]}" >/dev/null
+  rm -f "$policy"
+  trap - EXIT
+fi
+firewall_units=()
+for unit in ufw.service firewalld.service fail2ban.service; do
+  if [ "$(systemctl --root=/ is-enabled "$unit" 2>/dev/null)" = enabled ]; then firewall_units+=("$unit"); fi
+done
+if [ ${#firewall_units[@]} -gt 0 ]; then
+  echo "setup: disabling ${firewall_units[*]} on this machine" >&2
+  if [ -d /run/systemd/system ]; then systemctl disable --now "${firewall_units[@]}"; else systemctl --root=/ disable "${firewall_units[@]}"; fi
 fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

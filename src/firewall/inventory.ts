@@ -1,7 +1,7 @@
 import type { ServiceManager } from '../services/manager.js';
 import type { StoreState } from '../store/state.js';
 import type { CommandRunner } from '../system/runner.js';
-import { lookAtFoundFirewalls } from './found.js';
+import { lookAtFirewalld, lookAtUfw, type Look } from './found.js';
 import { readFilters, type FiltersFinding } from './read.js';
 import { factOf } from './settle.js';
 import type { FilterEntry, FoundFirewall } from './types.js';
@@ -11,9 +11,13 @@ export interface FirewallFindings {
   foundFirewall: FoundFirewall | null;
 }
 
-/** What `mesh-host inventory` says of the filters and the found firewall: reads only. */
-export async function firewallFindings(runner: CommandRunner, manager: ServiceManager | undefined, state: StoreState | undefined, meshPrefix?: string): Promise<FirewallFindings> {
-  const [filters, looks] = await Promise.all([readFilters(runner, meshPrefix ? { meshPrefix } : {}), lookAtFoundFirewalls(runner, manager)]);
+/**
+ * What `mesh-host inventory` says of the filters and the found firewall: reads only. The filters and
+ * ufw are asked at once; firewalld when the service manager is known.
+ */
+export async function firewallFindings(runner: CommandRunner, manager: Promise<ServiceManager | undefined>, state: StoreState | undefined, meshPrefix?: string): Promise<FirewallFindings> {
+  const [filters, ufw, firewalld] = await Promise.all([readFilters(runner, meshPrefix ? { meshPrefix } : {}), lookAtUfw(runner), manager.then((m) => lookAtFirewalld(runner, m))]);
+  const looks = [ufw, firewalld].filter((l): l is Look => l !== undefined);
   return { filters, foundFirewall: factOf(looks, { state: state ?? {} }) };
 }
 

@@ -53,8 +53,15 @@ describe('mesh-host apply', () => {
     expect(report).toMatchObject({
       node: 'cli-node', sequence: 1, trigger: 'apply', mode: 'converged', outcome: 'converged',
       declaration: { sequence: 1, digest: expect.stringMatching(/^sha256:/) },
-      facts: { held: [], links: [], filters: [], foundFirewall: null },
+      facts: { held: [], links: [] },
     });
+    // A scratch tree is not this machine: its filters and found firewall are said not read, never none.
+    const notRead = `not read: the apply ran on the scratch tree ${s.root} (--root), not on this machine`;
+    expect(report.facts.filters).toEqual([
+      { kind: 'unknown', backend: 'nft', command: 'nft -j list ruleset', reason: notRead },
+      { kind: 'unknown', backend: 'legacy', command: 'iptables-legacy-save; ip6tables-legacy-save', reason: notRead },
+    ]);
+    expect(report.facts.foundFirewall).toEqual({ tools: [], notRead });
     expect(report.steps.map((s: { status: string }) => s.status)).toEqual(['done', 'done']);
     expect(Object.keys(report).sort()).toEqual(['declaration', 'facts', 'finishedAt', 'mode', 'node', 'outcome', 'said', 'sequence', 'startedAt', 'steps', 'trigger']);
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { takeInventory } from '../../src/inventory/inventory.js';
 import { systemRunner } from '../../src/system/runner.js';
 import { containerUnavailable, startSystemdContainer, type SystemdContainer } from '../support/systemd-container.js';
-import { runCli } from '../support/cli.js';
+import { projectDir } from '../support/cli.js';
 
 describe('the detectors against this machine', () => {
   it('finds no systemd as PID 1 here, and says why', async () => {
@@ -15,14 +15,16 @@ describe('the detectors against this machine', () => {
     expect(inv.links.links.some((l) => l.name === 'lo')).toBe(true);
   });
 
-  it('mesh-host inventory --json is one parseable document, within a second', async () => {
-    const started = performance.now();
-    const result = await runCli('mesh-host', ['inventory', '--json']);
-    const elapsed = performance.now() - started;
+  it('mesh-host inventory --json is one parseable document', async () => {
+    // In a network namespace of its own: the inventory asks ufw, firewalld, nft and the legacy
+    // filter for their rulesets, and those of this machine are not the tests' to ask.
+    const ns = `mesh-inventory-${process.pid}`;
+    const outer = systemRunner();
+    expect((await outer.run('ip', ['netns', 'add', ns])).code).toBe(0);
+    const result = await outer.run('ip', ['netns', 'exec', ns, process.execPath, `${projectDir}bin/mesh-host`, 'inventory', '--json'], { timeoutMs: 30_000 }).finally(() => outer.run('ip', ['netns', 'delete', ns]));
     expect(result.code).toBe(0);
     const parsed = JSON.parse(result.stdout) as { capabilities: Record<string, unknown[]> };
     expect(Object.keys(parsed.capabilities)).toEqual(['serviceManager', 'containerRuntime', 'packageDatabase', 'firewall', 'intrusionPrevention']);
-    expect(elapsed).toBeLessThan(3000); // generous in a test; the benchmark measures it
   });
 });
 

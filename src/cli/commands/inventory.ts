@@ -12,11 +12,17 @@ import { firewallFindings, formatFirewallFindings } from '../../firewall/invento
 export async function inventoryCommand(ctx: CommandContext): Promise<number> {
   const paths = hostPaths(ctx);
   const { config } = loadConfig(paths.configPath);
-  const inventory = await takeInventory({ runner: ctx.runner });
   const state = peekState(paths.stateDir);
-  const forced = config.serviceManager ?? presentServiceManager(inventory);
-  const manager = forced ? (await chooseServiceManager(ctx.runner, forced)).manager : undefined;
-  const [services, firewall] = await Promise.all([declaredServiceStates(state, manager), firewallFindings(ctx.runner, manager, state, config.meshTablePrefix)]);
+  const taken = takeInventory({ runner: ctx.runner });
+  const managerOf = async () => {
+    const forced = config.serviceManager ?? presentServiceManager(await taken);
+    return forced ? (await chooseServiceManager(ctx.runner, forced)).manager : undefined;
+  };
+  const managed = managerOf();
+  // The filters are read while the capabilities are probed: the inventory takes as long as the slowest.
+  const firewallRead = firewallFindings(ctx.runner, managed, state, config.meshTablePrefix);
+  const [inventory, manager] = await Promise.all([taken, managed]);
+  const [services, firewall] = await Promise.all([declaredServiceStates(state, manager), firewallRead]);
   const shown = Array.isArray(services) && services.length === 0;
   output(ctx, { ...inventory, filters: firewall.filters.filters, filtersNotInstalled: firewall.filters.notInstalled, foundFirewall: firewall.foundFirewall, services }, () =>
     [formatInventory(inventory), ...formatFirewallFindings(firewall), ...(shown ? [] : ['declared services:', ...formatServiceStates(services)])].join('\n'),
