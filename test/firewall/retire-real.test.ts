@@ -14,7 +14,9 @@ import { scratch } from '../support/tree.js';
  * against its own root, enrolled by a real bundle and reconciled as an operator would.
  */
 const unavailable = containerUnavailable();
-describe.skipIf(unavailable !== undefined && !process.env.CI)(`the found firewall on real ufw and firewalld${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
+// Each case runs mesh-host two or three times inside the container, each asking ufw, systemd and nft:
+// generous bounds for a loaded machine.
+describe.skipIf(unavailable !== undefined && !process.env.CI)(`the found firewall on real ufw and firewalld${unavailable ? ` (cannot run: ${unavailable})` : ''}`, { timeout: 300_000 }, () => {
   let container: SystemdContainer;
   let work: ReturnType<typeof scratch>;
   let keys: string;
@@ -25,7 +27,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the found firewal
     container = await startFirewallContainer(join(work.dir, 'ct'), { binds: [projectDir.replace(/\/$/, ''), work.dir] });
     keys = join(work.dir, 'keys');
     expect((await runCli('meshctl', ['keygen', '--out', keys])).code).toBe(0);
-  });
+  }, 180_000);
   afterAll(async () => {
     await container?.stop();
     work?.cleanup();
