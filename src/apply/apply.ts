@@ -21,6 +21,7 @@ import type { Outbox } from '../report/outbox.js';
 import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../archive/limits.js';
 import type { ArchiveObjectsProvider } from '../archive/objects.js';
 import { settleFoundFirewall, type FirewallEnv, type Settled } from '../firewall/settle.js';
+import { filtersNotRead } from '../firewall/read.js';
 
 /** Everything an apply needs from the host, passed in. */
 export interface HostEnv {
@@ -229,6 +230,13 @@ async function retireFoundFirewallAfterApply(env: HostEnv, mode: Mode, converged
   return settleFoundFirewall({ firewall: env.firewall, store: env.store, clock: env.clock, log: env.log, mode, converged, ...(env.serviceManager ? { serviceManager: env.serviceManager } : {}) });
 }
 
+/** A refusal reads nothing of the machine: its filters are said not read, never reported as none. */
+function firewallFactsOfRefusal(env: HostEnv): Pick<Report['facts'], 'filters' | 'foundFirewall'> {
+  if (!env.firewall) return { filters: [], foundFirewall: null };
+  const notRead = 'not read: the declaration was refused before anything on the machine was read';
+  return { filters: filtersNotRead(notRead), foundFirewall: { tools: [], notRead } };
+}
+
 function recordsService(store: Store, origin: Origin): boolean {
   const records = store.state.records;
   for (const id in records) if (records[id]!.type === 'service' && records[id]!.origin === origin) return true;
@@ -259,7 +267,7 @@ export function reportRefusal(env: HostEnv, refusal: { kind: string; message: st
       error: { message: refusal.message },
       steps: [],
       said: [],
-      facts: { held: state.held, links: [], filters: [], foundFirewall: null },
+      facts: { held: state.held, links: [], ...firewallFactsOfRefusal(env) },
       startedAt: at,
       finishedAt: at,
     };
