@@ -61,7 +61,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the found firewal
     const decl = join(dir, 'decl.json');
     writeFileSync(decl, JSON.stringify({ version: 1, node: 'fw', mode, sequence: 1, resources: [{ type: 'directory', id: 'app', path: `/srv/app-${n}` }] }));
     const bundle = join(dir, 'bundle.json');
-    const b = await runCli('meshctl', ['bundle', decl, '--key', join(keys, 'operator.nk'), '--server', 'nats://127.0.0.1:4222', '--out', bundle]);
+    const b = await runCli('meshctl', ['bundle', decl, '--key', join(keys, 'operator.nk'), '--server', 'nats://127.0.0.1:4222', '--offline', '--out', bundle]);
     expect(b.code, b.stderr).toBe(0);
     const state = join(dir, 'state');
     const flags = ['--json', '--root', '/', '--state-dir', state, '--config', join(dir, 'host.json'), '--log-level', 'warn'];
