@@ -11,6 +11,7 @@ import { machine } from './stats.js';
 import { benchPeers } from './peers.js';
 import { benchCrash } from './crash.js';
 import { benchScale } from './scale.js';
+import { benchStatus } from './status.js';
 
 const project = fileURLToPath(new URL('../../', import.meta.url));
 const only = process.argv[2];
@@ -77,6 +78,10 @@ if (!only || only === 'fleet') {
 }
 if (!only || only === 'scale') {
   sections.push(...(await benchScale()), '');
+  out();
+}
+if (!only || only === 'status') {
+  sections.push(...(await benchStatus()), '');
   out();
 }
 if (!only || only === 'peers') {

@@ -13,11 +13,21 @@ for pair in systemd-nspawn:systemd-container mmdebstrap:mmdebstrap,gpg,debian-ar
     need+=("${packages[@]}")
   fi
 done
+# --peers: the tools the peer benchmark runs beside mesh-host (npm run bench -- peers).
+if [ "${1:-}" = "--peers" ]; then
+  for pair in puppet:puppet cf-agent:cfengine3; do
+    if ! command -v "${pair%%:*}" >/dev/null 2>&1; then need+=("${pair#*:}"); fi
+  done
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # The peers are run by the benchmark alone, on scratch trees: their own services stay off.
+  if [ "${1:-}" = "--peers" ] && command -v systemctl >/dev/null 2>&1; then
+    systemctl disable --now puppet cfengine3 >/dev/null 2>&1 || true
+  fi
 fi
 
 # The firewalls the found-firewall tests retire (in a container with a private network) and the tools

@@ -46,6 +46,11 @@ export class IntentJournal {
     return intents;
   }
 
+  /** This process wrote intents that no save has settled yet. */
+  get unsettled(): boolean {
+    return this.written;
+  }
+
   /** Appends one intent and waits until it is on the disk. */
   async append(intent: unknown): Promise<void> {
     let fd: number;

@@ -28,6 +28,10 @@ export class Store {
   private marked = new Map<string, 'forget' | 'release'>();
   /** The records as last serialised: a no-op apply saves without serialising 10,000 records again. */
   private recordsJson: string | undefined;
+  /** Records changed since the last save (or the open). */
+  private recordsDirty = false;
+  /** The head as on disk, timestamps aside: a save that would change nothing else writes nothing. */
+  private savedHead: string | undefined;
   private quiesced = false;
   private readonly intents: IntentJournal;
   /** Intents a run left unsaved (a crash mid-apply), read at open: to be finished or undone, then cleared. */
@@ -39,11 +43,13 @@ export class Store {
     initial: StoreState,
     /** How many leftover temporary saves were removed at open. */
     readonly leftoversRemoved: number,
+    onDisk: boolean,
   ) {
     this.saved = { ...initial.records };
     this.working = initial;
     this.intents = new IntentJournal(stateDir);
     this.pendingIntents = this.intents.pending();
+    if (onDisk) this.savedHead = steadyHead(initial);
   }
 
   /** Records durably what an apply is about to make, before it makes it (see IntentJournal). */
@@ -77,7 +83,7 @@ export class Store {
         ]);
       }
     }
-    if (text === undefined) return new Store(stateDir, log, emptyState(), leftovers);
+    if (text === undefined) return new Store(stateDir, log, emptyState(), leftovers, false);
     let state: StoreState;
     try {
       state = parseState(text);
@@ -87,7 +93,7 @@ export class Store {
         'the host will not start believing it owns nothing: that would leave everything it applied behind forever',
       ]);
     }
-    return new Store(stateDir, log, state, leftovers);
+    return new Store(stateDir, log, state, leftovers, true);
   }
 
   get state(): Readonly<StoreState> {
@@ -98,6 +104,7 @@ export class Store {
   update(change: (state: StoreState) => void): void {
     change(this.working);
     this.recordsJson = undefined;
+    this.recordsDirty = true;
   }
 
   /** Changes everything but the records (mode, marks, sequences): the serialised records stay valid. */
@@ -109,12 +116,14 @@ export class Store {
     this.working.records[record.id] = record;
     this.marked.delete(record.id);
     this.recordsJson = undefined;
+    this.recordsDirty = true;
   }
 
   /** The thing was removed from the machine: dropping its record is meant. */
   forget(id: string): void {
     delete this.working.records[id];
     this.recordsJson = undefined;
+    this.recordsDirty = true;
     this.marked.set(id, 'forget');
   }
 
@@ -122,6 +131,7 @@ export class Store {
   release(id: string): void {
     delete this.working.records[id];
     this.recordsJson = undefined;
+    this.recordsDirty = true;
     this.marked.set(id, 'release');
   }
 
@@ -147,14 +157,28 @@ export class Store {
       }
     }
     const { records, ...rest } = this.working;
+    const head = steadyHead(rest);
+    // Nothing but the time of a no-op changed (a quiet reconcile): nothing durable is written.
+    if (!this.recordsDirty && head === this.savedHead && !this.intents.unsettled) {
+      this.marked.clear();
+      return;
+    }
     this.recordsJson ??= JSON.stringify(records);
     writeDurably(join(this.stateDir, STATE_FILE), Buffer.from(`${JSON.stringify(rest).slice(0, -1)},"records":${this.recordsJson}}\n`));
     if (recordsChanged) this.saved = { ...this.working.records };
     this.marked.clear();
+    this.recordsDirty = false;
+    this.savedHead = head;
     // The save records what this run's intents named: they are settled. (Intents found at open wait
     // for their recovery, which clears them.)
     if (this.pendingIntents.length === 0) this.intents.clear(false);
   }
+}
+
+/** The head as saved, without the times a no-op moves (when it last applied, when its outcome was). */
+function steadyHead(state: Omit<StoreState, 'records'> & { records?: unknown }): string {
+  const { records: _records, lastApplied, lastOutcome, ...rest } = state;
+  return JSON.stringify({ ...rest, lastApplied: lastApplied && { ...lastApplied, at: '' }, lastOutcome: lastOutcome && { ...lastOutcome, at: '' } });
 }
 
 /** Reads the store without taking the lock or cleaning anything: for read-only commands (inventory). */

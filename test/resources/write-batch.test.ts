@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Resource } from '../../src/declaration/schema.js';
 import { openStore } from '../../src/apply/open.js';
@@ -25,6 +25,19 @@ describe('the write path', () => {
     // The apply remembers what the check saw.
     reportOf(await host.apply(d, {}));
     expect(host.env.store.state.records.a!.seen!.mtimeMs).toBe(new Date(2000, 1, 1).getTime());
+  });
+
+  it('a quiet reconcile (no change, no report) writes nothing durable', async () => {
+    host = testHost();
+    const d = declaration([{ type: 'directory', id: 'd', path: '/srv/d' }, file('a', '/srv/d/a', 'x\n')]);
+    reportOf(await host.apply(d));
+    const state = join(host.stateDir, 'state.json');
+    const before = statSync(state);
+    const quiet = await host.apply(d, { trigger: 'reconcile' });
+    expect(quiet.kind).toBe('silent');
+    const after = statSync(state);
+    expect([after.ino, after.mtimeMs, after.size]).toEqual([before.ino, before.mtimeMs, before.size]);
+    expect(readdirSync(host.stateDir).sort()).toEqual(['intents', 'state.json']);
   });
 
   it('a batch leaves no temporary file and no intent behind', async () => {
