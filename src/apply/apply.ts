@@ -205,7 +205,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     }
     // Saved even when the apply failed: what was applied before the failure is on the machine.
     try {
-      store.save();
+      await store.saveAsync();
     } catch (err) {
       failures.push(`the store could not be saved (${code(err)}): the machine holds what was applied, the record on disk is the one before this apply`);
     }

@@ -1,5 +1,6 @@
 import { closeSync, constants, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { open } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 /** The prefix of a temporary save beside its target; leftovers are found by it at start. */
@@ -33,6 +34,40 @@ export function writeDurably(target: string, bytes: Uint8Array, mode = 0o600): v
       } catch {
         // already closed
       }
+      try {
+        unlinkSync(temporary);
+      } catch {
+        // a leftover is counted and removed at the next start
+      }
+    }
+    throw err;
+  }
+}
+
+/**
+ * writeDurably with the waits (the fsyncs) on libuv's threads, so a daemon keeps answering while a
+ * large store reaches the disk. The same discipline: temporary, fsync, rename, directory fsync.
+ */
+export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode = 0o600): Promise<void> {
+  const dir = dirname(target);
+  const temporary = join(dir, `${temporaryPrefix(target)}${process.pid}-${randomBytes(6).toString('hex')}`);
+  const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  let renamed = false;
+  try {
+    await handle.writeFile(bytes);
+    await handle.sync();
+    await handle.close();
+    renameSync(temporary, target);
+    renamed = true;
+    const dirHandle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+    try {
+      await dirHandle.sync();
+    } finally {
+      await dirHandle.close();
+    }
+  } catch (err) {
+    if (!renamed) {
+      await handle.close().catch(() => undefined);
       try {
         unlinkSync(temporary);
       } catch {

@@ -2,7 +2,7 @@ import { readFileSync, readdirSync, unlinkSync, mkdirSync, lstatSync, chmodSync 
 import { join } from 'node:path';
 import type { Logger } from '../system/log.js';
 import { cannotStart } from '../system/errors.js';
-import { temporaryPrefix, writeDurably } from './durable.js';
+import { temporaryPrefix, writeDurably, writeDurablyAsync } from './durable.js';
 import { IntentJournal } from './intents.js';
 import { emptyState, type ResourceRecord, type StoreState } from './state.js';
 
@@ -146,6 +146,24 @@ export class Store {
 
   /** Atomic and durable; says loudly each record the last save held that this one drops unmarked. */
   save(): void {
+    const bytes = this.prepareSave();
+    if (bytes === undefined) return;
+    writeDurably(join(this.stateDir, STATE_FILE), bytes);
+    this.afterSave();
+  }
+
+  /** save(), with the disk's waits off the event loop: the apply's save of a large store. */
+  async saveAsync(): Promise<void> {
+    const bytes = this.prepareSave();
+    if (bytes === undefined) return;
+    await writeDurablyAsync(join(this.stateDir, STATE_FILE), bytes);
+    this.afterSave();
+  }
+
+  private pendingSave: { recordsChanged: boolean; head: string } | undefined;
+
+  /** What a save writes, or undefined when it has nothing durable to write; the drop check is said here. */
+  private prepareSave(): Buffer | undefined {
     if (this.quiesced) throw new Error('the store is quiesced: no save may start after the host began to end');
     // Records serialised and untouched since the last save (a no-op apply): nothing can have been dropped.
     const recordsChanged = this.recordsJson === undefined;
@@ -161,10 +179,17 @@ export class Store {
     // Nothing but the time of a no-op changed (a quiet reconcile): nothing durable is written.
     if (!this.recordsDirty && head === this.savedHead && !this.intents.unsettled) {
       this.marked.clear();
-      return;
+      return undefined;
     }
     this.recordsJson ??= JSON.stringify(records);
-    writeDurably(join(this.stateDir, STATE_FILE), Buffer.from(`${JSON.stringify(rest).slice(0, -1)},"records":${this.recordsJson}}\n`));
+    this.pendingSave = { recordsChanged, head };
+    return Buffer.from(`${JSON.stringify(rest).slice(0, -1)},"records":${this.recordsJson}}\n`);
+  }
+
+  /** The save is on disk: what it wrote is now the saved state. */
+  private afterSave(): void {
+    const { recordsChanged, head } = this.pendingSave!;
+    this.pendingSave = undefined;
     if (recordsChanged) this.saved = { ...this.working.records };
     this.marked.clear();
     this.recordsDirty = false;
@@ -173,6 +198,7 @@ export class Store {
     // for their recovery, which clears them.)
     if (this.pendingIntents.length === 0) this.intents.clear(false);
   }
+
 }
 
 /** The head as saved, without the times a no-op moves (when it last applied, when its outcome was). */
