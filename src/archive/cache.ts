@@ -71,7 +71,7 @@ export class ArchiveCache {
     } catch (err) {
       await handle.close();
       this.discard(temporary);
-      throw new ArchiveRefused('fetch-failed', `object '${name}' could not be fetched whole: ${(err as Error).message}; nothing was unpacked`);
+      throw new ArchiveRefused('fetch-failed', `object '${name}' could not be fetched whole: ${(err as Error).message.replace(/\s*\n\s*/g, '; ')}; nothing was unpacked`);
     }
     await handle.close();
     const actual = hash.digest('hex');
