@@ -7,6 +7,7 @@ import { benchServices } from './services.js';
 import { benchLink } from './link.js';
 import { benchFleet } from './fleet.js';
 import { benchWatch } from './watch.js';
+import { benchArchive } from './archive.js';
 import { machine } from './stats.js';
 import { benchPeers } from './peers.js';
 import { benchCrash } from './crash.js';
@@ -42,7 +43,7 @@ const out = () => {
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, scale) runs one part and keeps the others.',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, scale, archive) runs one part and keeps the others.',
       '',
       `Machine: ${machine()}`,
       '',
@@ -99,6 +100,10 @@ if (only === 'crash') {
 }
 if (!only || only === 'watch') {
   sections.push(...(await benchWatch()), '');
+  out();
+}
+if (!only || only === 'archive') {
+  sections.push(...(await benchArchive()), '');
   out();
 }
 console.error('docs/bench.md written');
