@@ -43,10 +43,11 @@ export async function obtainArchive(env: ArchiveEnv, source: ArchiveSource, sha2
   const kept = cache.kept(sha256);
   if (kept !== undefined) {
     if ((await sha256OfFile(kept)) === sha256) {
-      cache.touch(kept);
+      // Marked used only by an apply: a plan writes nothing, not even a time.
+      if (fetch) cache.touch(kept);
       return { bytes: { kind: 'file', path: kept }, how: 'kept', settle: nothing };
     }
-    cache.discard(kept); // damaged on disk: fetched again below
+    if (fetch) cache.discard(kept); // damaged on disk: fetched again below
   }
   if (!fetch) return undefined;
   if (!env.objects) throw new ArchiveRefused('no-link', `object '${source.object}' needs the archive store, and this host has no link configured (no servers)`);

@@ -16,7 +16,7 @@ import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from
 /** The target directory itself: 0755, the resource's owner and group (root by default). */
 const TARGET_MODE = 0o755;
 const short = (sha: string) => sha.slice(0, 12);
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : word.endsWith('y') ? '' : 's'}`;
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 const entries = (n: number) => (n === 1 ? '1 entry' : `${n} entries`);
 
 function ownerOf(resource: ArchiveResource, ctx: ConvergeContext): Owner | string {

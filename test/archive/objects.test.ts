@@ -39,7 +39,7 @@ async function putArchive(file: string, name: string): Promise<{ name: string; s
   return JSON.parse(result.stdout) as never;
 }
 
-const release = (sha256: string, object: string) => ({ type: 'archive', id: 'release', path: '/srv/release', sha256, source: { object } });
+const release = (sha256: string, object: string) => ({ type: 'archive' as const, id: 'release', path: '/srv/release', sha256, source: { object } });
 const tree = () => Object.keys(hashTree(join(host.root, 'srv/release'))).sort();
 
 beforeAll(async () => {
@@ -140,5 +140,17 @@ describe('archives in the mesh_archives object store', () => {
     expect(existsSync(join(host.root, 'srv/release'))).toBe(false);
     expect(existsSync(journalPath(host.state, '/srv/release'))).toBe(false);
     expect(existsSync(join(host.state, 'archives'))).toBe(false);
+  });
+
+  it("genesis fetches an archive of its bundle over the bundle's link (the configuration has none yet)", async () => {
+    const file = archive({ 'bin/tool': 'tool' }, { 'bin/tool': 0o755 });
+    const put = await putArchive(file, 'genesis.tgz');
+    const enrolled = await enrolledHost([server.url], { resources: [release(put.sha256, 'genesis.tgz')] });
+    try {
+      expect(readFileSync(join(enrolled.root, 'srv/release/bin/tool'), 'utf8')).toBe('tool');
+      expect(readJournal(enrolled.state, '/srv/release')).toMatchObject({ sha256: put.sha256, complete: true });
+    } finally {
+      await enrolled.cleanup();
+    }
   });
 });
