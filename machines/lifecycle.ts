@@ -1,30 +1,40 @@
 import { assign, fromCallback, fromPromise, raise, setup, type ActorRefFrom } from 'xstate';
+import { orderConflict, type HeldMark, type OrderMark } from '../src/declaration/order.js';
 
 export type Mode = 'adopted' | 'converged';
 export type Ending = 'stop' | 'standAside' | 'move';
 
+/** A declaration's place in the order: (epoch, sequence), and its digest. */
+export type Mark = OrderMark;
+
 /** What the link delivered: enough for the machine to order it; the bytes travel with it, unread here. */
-export interface Delivery {
-  epoch?: number;
-  sequence: number;
-  digest: string;
+export interface Delivery extends Mark {
+  /** The revision of the node's key it was, when the link read it from the key. */
+  revision?: number;
   /** Opaque to the machine: what the worker applies. */
   payload?: unknown;
+}
+
+/** The kept declaration (declared.json) as the machine knows it: its order, and the key's revision it was. */
+export interface KeptMark extends Mark {
+  revision?: number;
 }
 
 /** The one pending slot: a delivery, or a reconcile of the kept declaration. */
 export type Pending = { kind: 'delivery'; delivery: Delivery } | { kind: 'reconcile' };
 
-/** A report made by the worker, waiting in the outbox. */
+/** A report made (by the worker, a refusal, or a command run by hand), waiting in the outbox. */
 export interface ReportRef {
   sequence: number;
 }
 
 export interface WorkerOutput {
-  /** The report made, or none (a reconcile with nothing to say). */
-  report?: ReportRef;
+  /** Every report waiting in the outbox when the worker finished, its own included (none for a silent reconcile). */
+  reports?: ReportRef[];
   /** The mode recorded after the apply. */
   mode?: Mode;
+  /** The last applied declaration as the store records it after the apply. */
+  applied?: Mark;
 }
 
 export interface LoadedStore {
@@ -32,14 +42,32 @@ export interface LoadedStore {
   mode?: Mode;
   /** Reports made before and not yet acknowledged, oldest first. */
   outbox: ReportRef[];
+  /** The last applied declaration, as the store records it. */
+  applied?: Mark;
+  /** The kept declaration, when there is one and it opens. */
+  kept?: KeptMark;
+}
+
+/** What the host was started with. */
+export interface LifecycleInput {
+  /** A genesis bundle to enrol with when the store says the machine is not enrolled (opaque here). */
+  bundle?: unknown;
 }
 
 export interface LifecycleContext {
   pending?: Pending;
   inFlight?: Pending;
+  /** The newest declaration applied, and the newest kept: deliveries are ordered against them and the queue. */
+  applied?: Mark;
+  kept?: KeptMark;
   ending?: Ending;
+  /** Reports waiting, in sequence order, each once. */
   outbox: ReportRef[];
+  /** The newest report the mesh acknowledged: a report at or below it was sent already. */
+  sentThrough: number;
   mode?: Mode;
+  /** The genesis bundle not yet tried. */
+  bundle?: unknown;
   /** Why the host could not start, when it could not. */
   failure?: string;
   /** The apply in flight outlasted the grace and was left running when the host ended. */
@@ -49,7 +77,6 @@ export interface LifecycleContext {
 export type LifecycleEvent =
   | { type: 'DELIVERY'; delivery: Delivery }
   | { type: 'RECONCILE_TICK' }
-  | { type: 'GENESIS'; bundle: unknown }
   | { type: 'LINK_UP' }
   | { type: 'LINK_DOWN' }
   | { type: 'STOP' }
@@ -58,7 +85,7 @@ export type LifecycleEvent =
   | { type: 'RESUME' }
   | { type: 'END_REQUESTED' }
   | { type: 'MODE_IS'; mode: Mode }
-  /** A report made outside the worker (a refused delivery), waiting in the outbox. */
+  /** A report made outside the worker (a refused delivery, a command run by hand), waiting in the outbox. */
   | { type: 'REPORT_MADE'; report: ReportRef };
 
 /** Between applies, the stop waits this long for the apply in flight, then quiesces anyway. */
@@ -68,20 +95,52 @@ export const ENROLMENT_RECHECK_MS = 5_000;
 /** A report the mesh did not acknowledge is sent again after this long. */
 export const REPORT_RETRY_MS = 1_000;
 
-/** (epoch, sequence) order: a delivery without an epoch is ordered by its sequence alone. */
-export function isOlder(a: Delivery, b: Delivery): boolean {
-  if (a.epoch !== undefined && b.epoch !== undefined && a.epoch !== b.epoch) return a.epoch < b.epoch;
-  return a.sequence < b.sequence;
+/** A delivery as the worker will apply it, when it is one. */
+const deliveryOf = (p: Pending | undefined): Delivery | undefined => (p?.kind === 'delivery' ? p.delivery : undefined);
+
+/** Everything a delivery is ordered against: what was applied, what is kept, and the queue. */
+function heldMarks(context: LifecycleContext): Array<HeldMark | undefined> {
+  const held = (what: string, mark: Mark | undefined) => (mark ? { what, mark } : undefined);
+  return [
+    held('the last applied', context.applied),
+    held('the kept declaration', context.kept),
+    held('the delivery being applied', deliveryOf(context.inFlight)),
+    held('the pending delivery', deliveryOf(context.pending)),
+  ];
+}
+
+/** Why a delivery is refused by the order rule, or undefined when it may be kept and applied. */
+export function deliveryRefusal(context: LifecycleContext, delivery: Delivery): string | undefined {
+  return orderConflict(delivery, heldMarks(context));
+}
+
+/** Reports merged into the outbox: in sequence order, each once, none the mesh already acknowledged. */
+function withReports(context: LifecycleContext, reports: readonly ReportRef[]): ReportRef[] {
+  const known = new Set(context.outbox.map((r) => r.sequence));
+  const fresh: ReportRef[] = [];
+  for (const r of reports) {
+    if (r.sequence <= context.sentThrough || known.has(r.sequence)) continue;
+    known.add(r.sequence);
+    fresh.push({ sequence: r.sequence });
+  }
+  if (fresh.length === 0) return context.outbox;
+  // The report being sent stays first: what is found later is never sent ahead of it.
+  const [head, ...rest] = context.outbox;
+  const sorted = [...rest, ...fresh].sort((a, b) => a.sequence - b.sequence);
+  return head ? [head, ...sorted] : sorted;
 }
 
 /**
- * The host's life (docs/design.md, "The lifecycle"). Pure: every effect is an actor provided to it (`provide`), so the same
- * definition runs with real actors in the daemon and with controllable ones in the model-based tests.
+ * The host's life (docs/design.md, "The lifecycle"). Pure: every effect is an actor or action provided to it (`provide`), so
+ * the same definition runs with real ones in the daemon and with controllable ones in the model-based
+ * tests. Its decisions are its own: which delivery is kept and which refused, what is applied next,
+ * which report leaves next.
  */
 export const lifecycleMachine = setup({
   types: {
     context: {} as LifecycleContext,
     events: {} as LifecycleEvent,
+    input: {} as LifecycleInput,
     output: {} as { ending?: Ending; failure?: string; abandoned?: boolean },
   },
   actors: {
@@ -89,14 +148,16 @@ export const lifecycleMachine = setup({
     loadStore: fromPromise<LoadedStore>(async () => {
       throw new Error('loadStore is provided by the host');
     }),
-    /** Enrols from a genesis bundle through the one apply path. */
-    genesis: fromPromise<WorkerOutput, { bundle: unknown }>(async () => {
+    /** Enrols from the genesis bundle the host was given, through the one genesis path. */
+    genesis: fromPromise<void, { bundle: unknown }>(async () => {
       throw new Error('genesis is provided by the host');
     }),
     /** The link: watches declarations and sends DELIVERY, LINK_UP and LINK_DOWN. It carries no actions. */
     link: fromCallback(() => () => {}),
     /** Sends RECONCILE_TICK every interval. It only enqueues. */
     reconcileTimer: fromCallback(() => () => {}),
+    /** Watches the outbox and sends REPORT_MADE for a report made outside this host's worker. */
+    outboxWatch: fromCallback(() => () => {}),
     /** Applies one pending declaration once and makes one report (or none, for a silent reconcile). */
     applyWorker: fromPromise<WorkerOutput, Pending>(async () => {
       throw new Error('applyWorker is provided by the host');
@@ -111,50 +172,58 @@ export const lifecycleMachine = setup({
     }),
   },
   guards: {
-    enrolled: ({ event }) => (event as unknown as { output: LoadedStore }).output.enrolled,
+    enrolled: (_, params: { loaded: LoadedStore }) => params.loaded.enrolled,
     ending: ({ context }) => context.ending !== undefined,
+    hasBundle: ({ context }) => context.bundle !== undefined,
     hasPending: ({ context }) => context.pending !== undefined,
     hasReports: ({ context }) => context.outbox.length > 0,
     isConverged: ({ context }) => context.mode === 'converged',
-    modeConverged: ({ event }) => event.type === 'MODE_IS' && event.mode === 'converged',
-    modeAdopted: ({ event }) => event.type === 'MODE_IS' && event.mode === 'adopted',
+    modeConverged: (_, params: { mode: Mode }) => params.mode === 'converged',
+    modeAdopted: (_, params: { mode: Mode }) => params.mode === 'adopted',
     standingAside: ({ context }) => context.ending === 'standAside',
     moving: ({ context }) => context.ending === 'move',
+    /** The value of the key this host kept and applied, read again (after a restart or a move): not a new delivery. */
+    alreadyKeptAndApplied: ({ context }, params: { delivery: Delivery }) => {
+      const { kept, applied } = context;
+      const d = params.delivery;
+      return d.revision !== undefined && kept?.revision === d.revision && kept.digest === d.digest && applied?.digest === d.digest;
+    },
+    outOfOrder: ({ context }, params: { delivery: Delivery }) => deliveryRefusal(context, params.delivery) !== undefined,
   },
   actions: {
-    /** Newest wins: a delivery replaces a pending reconcile or an older delivery, never a newer one. */
-    enqueueDelivery: assign({
-      pending: ({ context, event }) => {
-        if (event.type !== 'DELIVERY') return context.pending;
-        const held = context.pending;
-        if (held?.kind === 'delivery' && isOlder(event.delivery, held.delivery)) return held;
-        return { kind: 'delivery' as const, delivery: event.delivery };
-      },
-    }),
+    /** Effect: the delivery's bytes written as the kept declaration, before it is applied. */
+    writeKept: (_, _params: { delivery: Delivery }) => {},
+    /** Effect: a refused delivery reported (outside the worker; REPORT_MADE follows). Nothing is kept. */
+    reportRefusal: (_, _params: { delivery: Delivery; reason: string }) => {},
+    /** Effect: said that the value read is the one kept and applied. */
+    sayAlreadyKept: (_, _params: { delivery: Delivery }) => {},
+    keep: assign({ kept: (_, params: { delivery: Delivery }) => ({ ...markOf(params.delivery), ...(params.delivery.revision === undefined ? {} : { revision: params.delivery.revision }) }) }),
+    /** Newest wins: an accepted delivery is never older than what is pending, so it takes the slot. */
+    enqueueDelivery: assign({ pending: (_, params: { delivery: Delivery }) => ({ kind: 'delivery' as const, delivery: params.delivery }) }),
     /** A tick never displaces a pending delivery: it asks for the kept declaration only when nothing waits. */
     enqueueReconcile: assign({ pending: ({ context }) => context.pending ?? { kind: 'reconcile' as const } }),
     takePending: assign({ inFlight: ({ context }) => context.pending, pending: () => undefined }),
-    finishApply: assign({
-      inFlight: () => undefined,
-      outbox: ({ context, event }) => {
-        const output = (event as unknown as { output?: WorkerOutput }).output;
-        return output?.report ? [...context.outbox, output.report] : context.outbox;
-      },
-      mode: ({ context, event }) => (event as unknown as { output?: WorkerOutput }).output?.mode ?? context.mode,
-    }),
+    finishApply: assign(({ context }, params: { output: WorkerOutput }) => ({
+      inFlight: undefined,
+      outbox: withReports(context, params.output.reports ?? []),
+      mode: params.output.mode ?? context.mode,
+      applied: params.output.applied ?? context.applied,
+    })),
     failApply: assign({ inFlight: () => undefined }),
     sayMode: raise(({ context }) => ({ type: 'MODE_IS' as const, mode: context.mode ?? 'adopted' })),
-    sent: assign({ outbox: ({ context }) => context.outbox.slice(1) }),
-    queueReport: assign({ outbox: ({ context, event }) => (event.type === 'REPORT_MADE' ? [...context.outbox, event.report] : context.outbox) }),
+    sent: assign(({ context }) => ({ outbox: context.outbox.slice(1), sentThrough: Math.max(context.sentThrough, context.outbox[0]?.sequence ?? 0) })),
+    queueReport: assign(({ context }, params: { report: ReportRef }) => ({ outbox: withReports(context, [params.report]) })),
     requestStop: assign({ ending: () => 'stop' as const }),
     requestStandAside: assign({ ending: ({ context }) => context.ending ?? ('standAside' as const) }),
     requestMove: assign({ ending: ({ context }) => context.ending ?? ('move' as const) }),
     raiseEnd: raise({ type: 'END_REQUESTED' as const }),
-    loaded: assign({
-      mode: ({ event }) => (event as unknown as { output: LoadedStore }).output.mode,
-      outbox: ({ event }) => (event as unknown as { output: LoadedStore }).output.outbox,
+    loaded: assign((_, params: { loaded: LoadedStore }) => {
+      const { mode, outbox, applied, kept } = params.loaded;
+      // What the outbox holds on disk is what waits: the acknowledged mark starts again below it.
+      return { mode, outbox, applied, kept, sentThrough: 0 };
     }),
-    failedToStart: assign({ failure: ({ event }) => String((event as unknown as { error: unknown }).error) }),
+    failedToStart: assign({ failure: (_, params: { error: unknown }) => String(params.error) }),
+    bundleTried: assign({ bundle: () => undefined }),
     clearEnding: assign({ ending: () => undefined }),
     abandonApply: assign({ ending: () => 'stop' as const, abandoned: () => true }),
   },
@@ -165,7 +234,7 @@ export const lifecycleMachine = setup({
   },
 }).createMachine({
   id: 'host',
-  context: { outbox: [] },
+  context: ({ input }) => ({ outbox: [], sentThrough: 0, ...(input?.bundle !== undefined ? { bundle: input.bundle } : {}) }),
   initial: 'starting',
   output: ({ context }) => ({
     ...(context.ending ? { ending: context.ending } : {}),
@@ -178,31 +247,35 @@ export const lifecycleMachine = setup({
         id: 'loadStore',
         src: 'loadStore',
         onDone: [
-          { guard: 'ending', target: 'quiescing', actions: 'loaded' },
-          { guard: 'enrolled', target: 'serving', actions: 'loaded' },
-          { target: 'unenrolled', actions: 'loaded' },
+          { guard: 'ending', target: 'quiescing', actions: { type: 'loaded', params: ({ event }) => ({ loaded: event.output }) } },
+          { guard: { type: 'enrolled', params: ({ event }) => ({ loaded: event.output }) }, target: 'serving', actions: { type: 'loaded', params: ({ event }) => ({ loaded: event.output }) } },
+          { target: 'unenrolled', actions: { type: 'loaded', params: ({ event }) => ({ loaded: event.output }) } },
         ],
-        onError: { target: 'stopped', actions: 'failedToStart' },
+        onError: { target: 'stopped', actions: { type: 'failedToStart', params: ({ event }) => ({ error: event.error }) } },
       },
       on: { STOP: { actions: 'requestStop' } },
     },
     unenrolled: {
+      // Given a bundle, the host enrols itself once; without one (or after it was refused) it waits for
+      // a genesis run by hand, looking again every few seconds.
+      always: { guard: 'hasBundle', target: 'genesis' },
       after: { enrolmentRecheck: 'starting' },
-      on: {
-        GENESIS: 'genesis',
-        STOP: { target: 'quiescing', actions: 'requestStop' },
-      },
+      on: { STOP: { target: 'quiescing', actions: 'requestStop' } },
     },
     genesis: {
       invoke: {
         id: 'genesis',
         src: 'genesis',
-        input: ({ event }) => ({ bundle: event.type === 'GENESIS' ? event.bundle : undefined }),
+        input: ({ context }) => ({ bundle: context.bundle }),
+        // Enrolled: the store, the configuration and the outbox are read again on the way in.
         onDone: [
-          { guard: 'ending', target: 'quiescing', actions: 'finishApply' },
-          { target: 'serving', actions: 'finishApply' },
+          { guard: 'ending', target: 'quiescing', actions: 'bundleTried' },
+          { target: 'starting', actions: 'bundleTried' },
         ],
-        onError: [{ guard: 'ending', target: 'quiescing' }, { target: 'unenrolled' }],
+        onError: [
+          { guard: 'ending', target: 'quiescing', actions: 'bundleTried' },
+          { target: 'unenrolled', actions: 'bundleTried' },
+        ],
       },
       on: { STOP: { actions: 'requestStop' } },
     },
@@ -212,17 +285,35 @@ export const lifecycleMachine = setup({
         STOP: { actions: ['requestStop', 'raiseEnd'] },
         STAND_ASIDE: { actions: ['requestStandAside', 'raiseEnd'] },
         MOVE: { actions: ['requestMove', 'raiseEnd'] },
-        DELIVERY: { actions: 'enqueueDelivery' },
+        // Ordered before anything is touched: a delivery older than what was applied, kept or is
+        // pending, or equal in order with another digest, is refused and reported, never kept.
+        DELIVERY: [
+          {
+            guard: { type: 'alreadyKeptAndApplied', params: ({ event }) => ({ delivery: event.delivery }) },
+            actions: { type: 'sayAlreadyKept', params: ({ event }) => ({ delivery: event.delivery }) },
+          },
+          {
+            guard: { type: 'outOfOrder', params: ({ event }) => ({ delivery: event.delivery }) },
+            actions: { type: 'reportRefusal', params: ({ context, event }) => ({ delivery: event.delivery, reason: deliveryRefusal(context, event.delivery)! }) },
+          },
+          {
+            actions: [
+              { type: 'writeKept', params: ({ event }) => ({ delivery: event.delivery }) },
+              { type: 'keep', params: ({ event }) => ({ delivery: event.delivery }) },
+              { type: 'enqueueDelivery', params: ({ event }) => ({ delivery: event.delivery }) },
+            ],
+          },
+        ],
         RECONCILE_TICK: { actions: 'enqueueReconcile' },
-        REPORT_MADE: { actions: 'queueReport' },
+        REPORT_MADE: { actions: { type: 'queueReport', params: ({ event }) => ({ report: event.report }) } },
       },
       states: {
         mode: {
           initial: 'reading',
           states: {
             reading: { always: [{ guard: 'isConverged', target: 'converged' }, { target: 'adopted' }] },
-            adopted: { on: { MODE_IS: { guard: 'modeConverged', target: 'converged' } } },
-            converged: { on: { MODE_IS: { guard: 'modeAdopted', target: 'adopted' } } },
+            adopted: { on: { MODE_IS: { guard: { type: 'modeConverged', params: ({ event }) => ({ mode: event.mode }) }, target: 'converged' } } },
+            converged: { on: { MODE_IS: { guard: { type: 'modeAdopted', params: ({ event }) => ({ mode: event.mode }) }, target: 'adopted' } } },
           },
         },
         link: {
@@ -252,7 +343,7 @@ export const lifecycleMachine = setup({
                 id: 'applyWorker',
                 src: 'applyWorker',
                 input: ({ context }) => context.inFlight!,
-                onDone: { target: 'idle', actions: ['finishApply', 'sayMode'] },
+                onDone: { target: 'idle', actions: [{ type: 'finishApply', params: ({ event }) => ({ output: event.output }) }, 'sayMode'] },
                 onError: { target: 'idle', actions: 'failApply' },
               },
               initial: 'running',
@@ -268,6 +359,7 @@ export const lifecycleMachine = setup({
           },
         },
         outbox: {
+          invoke: { id: 'outboxWatch', src: 'outboxWatch' },
           initial: 'idle',
           states: {
             idle: { always: { guard: 'hasReports', target: 'sending' } },
@@ -308,5 +400,9 @@ export const lifecycleMachine = setup({
     stopped: { type: 'final' },
   },
 });
+
+function markOf(d: Mark): Mark {
+  return { ...(d.epoch === undefined ? {} : { epoch: d.epoch }), sequence: d.sequence, digest: d.digest };
+}
 
 export type LifecycleActor = ActorRefFrom<typeof lifecycleMachine>;

@@ -18,15 +18,25 @@ The machine has ${json.states.length} state nodes and ${json.transitions.length}
 
 ## Reading it
 
-- **starting** loads the store under the lock (leftover temporary saves are removed and counted). An
-  enrolled machine goes on to **serving**; one that is not waits in **unenrolled**, looking again every
-  few seconds, until \`mesh-host genesis\` has enrolled it. A store that cannot be read stops the host.
+- **starting** loads the store under the lock (leftover temporary saves are removed and counted), with
+  the last applied and the kept declaration. An enrolled machine goes on to **serving**; one that is not
+  goes to **unenrolled**. Started with \`--bundle FILE --mode M\`, it enrols itself once through the one
+  genesis path (**genesis**), then starts again; without a bundle, or after a refused one, it waits,
+  looking again every few seconds, until \`mesh-host genesis\` has enrolled it. A store that cannot be
+  read stops the host.
 - **serving** is parallel: its regions run side by side. **mode** follows the recorded mode (adopted or
   converged); **link** is up or down as the connection to the mesh goes; **reconcile** runs the timer,
   which only enqueues; **worker** takes the one pending declaration when it starts, applies it once and
   makes one report; **outbox** sends reports one at a time, oldest first, retrying until acknowledged.
+- A delivery is ordered by the machine before anything is touched: one older than the last applied, the
+  kept or the pending declaration, or equal in order to one of them with another digest, is refused and
+  reported, never kept (with an epoch the order is (epoch, sequence); without one, the sequence alone).
+  An accepted delivery is kept (\`declared.json\` always holds the newest accepted) and fills the one
+  pending slot; the kept value read again after a restart is not a new delivery.
 - A delivery and a reconcile tick never apply anything themselves: they fill the one pending slot
   (newest wins; a tick never displaces a delivery). Only \`worker.applying\` applies.
+- The **outbox** region also watches the outbox folder: a report made by a command run by hand while the
+  host serves is sent in sequence order, once, like the host's own.
 - **STOP**, **STAND_ASIDE** and **MOVE** all end between applies: an idle worker goes straight to
   **quiescing**; an applying one goes to \`applying.draining\` and waits for its apply (never cancelled),
   for at most the grace of 60 s. After the grace the host quiesces anyway and *stops*, whatever ending

@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import type { Received } from '../declaration/load.js';
-import type { Mode } from '../declaration/schema.js';
 import type { Accounts } from '../resources/accounts.js';
 import { applyPlan, planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
 import { RootedFs } from '../resources/rooted-fs.js';
@@ -11,7 +10,7 @@ import type { Store } from '../store/store.js';
 import type { Origin } from '../store/state.js';
 import type { Clock } from '../system/clock.js';
 import type { Logger } from '../system/log.js';
-import { orderProblem } from './order.js';
+import { gate, type Refusal } from './gate.js';
 import { sayApplyDetail } from './say.js';
 import { planDiffs } from './diff.js';
 import { fingerprintOf, shouldSpeak } from '../report/speak.js';
@@ -22,6 +21,7 @@ import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../archive/limits.js
 import type { ArchiveObjectsProvider } from '../archive/objects.js';
 import { settleFoundFirewall, type FirewallEnv, type Settled } from '../firewall/settle.js';
 import { filtersNotRead } from '../firewall/read.js';
+import type { RefusalKind } from '../system/errors.js';
 
 /** Everything an apply needs from the host, passed in. */
 export interface HostEnv {
@@ -74,15 +74,11 @@ export type ApplyResult =
   | { kind: 'applied'; plan: Plan; report: Report }
   /** A reconcile with nothing to say: applied, saved, and no report made (no sequence spent). */
   | { kind: 'silent'; plan: Plan; report: Report }
-  | { kind: 'refused'; reason: string; details: string[]; plan?: Plan; report?: Report };
+  | { kind: 'refused'; refusal: RefusalKind; reason: string; details: string[]; plan?: Plan; report?: Report };
 
-const OTHER_MODE_ACT: Record<Mode, string> = { adopted: 'adopt', converged: 'converge' };
+export { modeProblem } from './gate.js';
 
-/** The modes must agree unless the link delivered it; refusal names both and the act that changes it. */
-export function modeProblem(recorded: Mode | undefined, declared: Mode, mayChange: boolean): string | undefined {
-  if (recorded === undefined || recorded === declared || mayChange) return undefined;
-  return `the declaration says ${declared}, but this machine is recorded ${recorded}; only a signed declaration the mesh delivers changes the mode (the mesh's '${OTHER_MODE_ACT[declared]}' act)`;
-}
+const refusedBy = (r: Refusal): ApplyResult => ({ kind: 'refused', refusal: r.kind, reason: r.reason, details: r.details });
 
 /**
  * The one apply path: every way a declaration reaches the machine (a file, genesis, a reconcile,
@@ -95,15 +91,15 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
   const { store } = env;
   const startedAt = env.clock.now().toISOString();
 
-  const refusal = orderProblem(declaration, digest, store.state.lastApplied) ?? modeProblem(store.state.mode, declaration.mode, request.mayChangeMode);
-  if (refusal) return { kind: 'refused', reason: refusal, details: [] };
+  const refusal = gate(declaration, digest, { lastApplied: store.state.lastApplied, recordedMode: store.state.mode, mayChangeMode: request.mayChangeMode, handlers: env.handlers });
+  if (refusal) return refusedBy(refusal);
 
   const needsServices = declaration.resources.some((r) => r.type === 'service') || recordsService(store, request.origin);
   let services: ConvergeContext['services'];
   if (needsServices) {
     const choice = await env.serviceManager?.();
     if (!choice?.manager) {
-      return { kind: 'refused', reason: `services are declared or recorded, but ${choice?.reason ?? 'no service manager is provided'}; nothing was touched`, details: [] };
+      return refusedBy({ kind: 'unappliable', reason: `services are declared or recorded, but ${choice?.reason ?? 'no service manager is provided'}; nothing was touched`, details: [] });
     }
     services = serviceRuntime(choice.manager, env.clock, env.verifyPauseMs ?? 1500);
   }
@@ -132,6 +128,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     if (planned.problems.length > 0) {
       return {
         kind: 'refused',
+        refusal: 'unappliable',
         plan,
         reason: `the plan cannot be applied as the machine stands (${planned.problems.length} problem${planned.problems.length === 1 ? '' : 's'}); nothing was touched`,
         details: planned.problems.map((p) => `${p.resource} (${p.target}): ${p.message}`),
@@ -251,7 +248,7 @@ function saidOf(steps: StepResult[]): string[] {
  * A report for what was refused before anything was touched (a stale, forged or wrong-mode
  * declaration): counted by kind in the store, and reported like any apply.
  */
-export function reportRefusal(env: HostEnv, refusal: { kind: string; message: string; trigger: Trigger; declaration?: Report['declaration'] }): Report {
+export function reportRefusal(env: HostEnv, refusal: { kind: RefusalKind; message: string; trigger: Trigger; declaration?: Report['declaration'] }): Report {
   const at = env.clock.now().toISOString();
   let report!: Report;
   env.store.updateHead((state) => {

@@ -1,4 +1,5 @@
-import type { LinkAuth, LinkSettings } from '../link/connect.js';
+import type { LinkAuth } from '../config/link-auth.js';
+import type { LinkSettings } from '../link/connect.js';
 import type { Flags } from './args.js';
 import { stringFlag } from './context.js';
 

@@ -19,6 +19,7 @@ const options: Record<string, OptionSpec> = {
   'tls-key': { type: 'string', value: 'FILE', help: 'the client certificate\'s key' },
   node: { type: 'string', value: 'NODE', help: 'a node id' },
   follow: { type: 'boolean', help: 'keep following' },
+  bundle: { type: 'string', value: 'FILE', help: 'a genesis bundle to enrol with, if this machine is not enrolled' },
   diff: { type: 'boolean', help: 'show a unified diff of each file whose content changes (never of a sensitive one)' },
   'detailed-exitcodes': { type: 'boolean', help: '0 nothing changed, 2 changes applied (or planned), 4 failures, 6 both' },
   'last-report': { type: 'boolean', help: 'the newest report whole, every step (the mesh receives what changed and counts of the rest)' },
@@ -49,7 +50,7 @@ export const meshHostProgram: ProgramSpec = {
     status: { summary: 'mode, last applied, report sequence, footprint, held, last outcome', args: [], options: ['last-report'] },
     genesis: { summary: 'enrol this machine from a genesis bundle', args: ['BUNDLE'], options: ['mode', ...oneShot] },
     reconcile: { summary: 'apply what the mesh last said again', args: [], options: oneShot },
-    run: { summary: 'the daemon: link, reconcile timer, worker, outbox', args: [], options: [], logsToStdout: true },
+    run: { summary: 'the daemon: link, reconcile timer, worker, outbox (--bundle enrols an unenrolled machine)', args: [], options: ['bundle', 'mode'], logsToStdout: true },
     chart: { summary: 'the lifecycle machine, for review', args: [], options: ['format'] },
   },
 };

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { cannotStart } from '../system/errors.js';
-import type { LinkAuth } from '../link/connect.js';
+import type { LinkAuth } from './link-auth.js';
 import type { ArchiveLimits } from '../archive/limits.js';
 
 /** /etc/mesh-host/host.json: written by genesis from the bundle, edited by operators. */

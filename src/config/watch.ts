@@ -2,7 +2,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../system/log.js';
 import { loadConfig, type HostConfig } from './config.js';
-import { linkAuthOf } from '../link/connect.js';
+import { linkAuthOf } from './link-auth.js';
 
 /** The settings whose change moves the host to another bus. */
 export function linkSettingsOf(config: HostConfig): string {

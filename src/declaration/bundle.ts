@@ -1,5 +1,5 @@
 import { refused } from '../system/errors.js';
-import type { LinkAuth } from '../link/connect.js';
+import type { LinkAuth } from '../config/link-auth.js';
 import { isEnvelope, type Envelope } from './envelope.js';
 import { MAX_DECLARATION_BYTES, receiveDeclaration, type Received } from './load.js';
 import { NODE_ID_PATTERN } from './ids.js';

@@ -31,6 +31,7 @@ function refuseProblems(source: string, problems: Problem[]): never {
   throw refused(
     `${source}: declaration refused (${problems.length} problem${problems.length === 1 ? '' : 's'}); nothing was touched`,
     problems.map((p) => `${p.path}: ${p.message}`),
+    problems.some((p) => p.wrongNode) ? 'wrong-node' : 'invalid',
   );
 }
 
@@ -52,11 +53,11 @@ export async function receiveDeclaration(bytes: Buffer, options: ReceiveOptions)
   let signedBy: string | undefined;
   if (isEnvelope(outer)) {
     const opened = openEnvelope(outer, options.pinnedKey);
-    if (!opened.ok) throw refused(`${options.source}: signature refused: ${opened.reason}; nothing was touched`);
+    if (!opened.ok) throw refused(`${options.source}: signature refused: ${opened.reason}; nothing was touched`, [], 'forged');
     payload = opened.payload;
     signedBy = opened.key;
   } else if (options.requireSignature) {
-    throw refused(`${options.source}: not a signed envelope ({payload, key, signature}); nothing was touched`);
+    throw refused(`${options.source}: not a signed envelope ({payload, key, signature}); nothing was touched`, [], 'forged');
   }
   const value = signedBy === undefined ? outer : parseJson(payload, options.source, 'the signed payload');
   const validated = await validateDeclaration(value, options.node === undefined ? {} : { node: options.node });

@@ -6,6 +6,8 @@ import { checkHead, checkResource } from './checks.generated.js';
 export interface Problem {
   path: string;
   message: string;
+  /** Set when the problem is not the vocabulary's: a declaration for another node. */
+  wrongNode?: true;
 }
 
 /**
@@ -59,7 +61,7 @@ export async function validateDeclaration(value: unknown, options: ValidateOptio
     problems.unshift({ path: '/version', message: `unknown version ${JSON.stringify(raw.version)} (this host speaks version 1)` });
   }
   if (options.node !== undefined && typeof raw.node === 'string' && raw.node !== options.node) {
-    problems.push({ path: '/node', message: `declared for node '${raw.node}', but this is '${options.node}'` });
+    problems.push({ path: '/node', message: `declared for node '${raw.node}', but this is '${options.node}'`, wrongNode: true });
   }
   const resources = Array.isArray(raw.resources) ? (raw.resources as unknown[]) : [];
   for (let i = 0; i < resources.length; i++) {

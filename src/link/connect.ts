@@ -3,20 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../system/log.js';
 import { lazy } from '../system/interop.js';
 import { refused } from '../system/errors.js';
-
-/** What a host presents to the servers: paths on the host, as its configuration and a bundle carry them. */
-export interface LinkAuth {
-  /** A NATS credentials file (JWT and nkey seed). */
-  creds?: string;
-  /** A file holding a user nkey seed. */
-  nkeySeed?: string;
-  tls?: { ca?: string; cert?: string; key?: string };
-}
-
-/** The credentials of a configuration or a bundle, and nothing else; absent ones left out. */
-export function linkAuthOf(source: LinkAuth): LinkAuth {
-  return { ...(source.creds ? { creds: source.creds } : {}), ...(source.nkeySeed ? { nkeySeed: source.nkeySeed } : {}), ...(source.tls ? { tls: source.tls } : {}) };
-}
+import type { LinkAuth } from '../config/link-auth.js';
 
 export interface LinkSettings extends LinkAuth {
   servers: string[];

@@ -1,6 +1,7 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { KV } from '@nats-io/kv';
 import type { JetStreamClient } from '@nats-io/jetstream';
+import type { Clock } from '../system/clock.js';
 import type { Logger } from '../system/log.js';
 import { connectLink, type LinkSettings } from './connect.js';
 import { DECLARATIONS_BUCKET, heartbeatSubject, hostInboxPrefix, inventorySubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
@@ -26,6 +27,8 @@ export interface LinkOptions {
   settings: LinkSettings;
   node: string;
   log: Logger;
+  /** Every wait and the heartbeat's jitter go through it. */
+  clock: Clock;
   /** The key is read again this often, because a watch can stall silently. */
   rereadMs?: number;
   heartbeatMs?: number;
@@ -44,8 +47,8 @@ export class LinkSession {
   private kv?: KV;
   private js?: JetStreamClient;
   private closed = false;
-  /** Live timers only: each one-shot leaves the set when it fires, so a long-lived link holds a handful. */
-  private timers = new Set<NodeJS.Timeout>();
+  /** Cancels of the live timers only: each leaves the set when it fires, so a long-lived link holds a handful. */
+  private timers = new Set<() => void>();
   private subs: Subscription[] = [];
   private lastRevision = 0;
 
@@ -65,7 +68,7 @@ export class LinkSession {
         this.nc = await connectLink({ inboxPrefix: hostInboxPrefix(node), ...this.options.settings }, log);
       } catch (err) {
         if (attempt % 6 === 0) log.error({ err: (err as Error).message }, 'link: cannot connect; trying again every 10 s');
-        await new Promise<void>((resolve) => this.later(10_000, resolve));
+        await this.pause(10_000);
       }
     }
     if (!this.nc) return;
@@ -87,23 +90,42 @@ export class LinkSession {
         break;
       } catch (err) {
         if (attempt % 10 === 0) log.warn({ err: (err as Error).message }, `link: the bucket ${DECLARATIONS_BUCKET} is not there yet (or does not allow direct gets); waiting for the control side to create it`);
-        await new Promise((resolve) => setTimeout(resolve, 500));
+        await this.pause(500);
       }
     }
     if (this.closed || !this.kv) return;
     this.handlers.onUp();
     void this.watch();
-    const reread = setInterval(() => void this.reread('timer'), this.options.rereadMs ?? 60_000);
-    this.timers.add(reread);
+    const every = this.options.rereadMs ?? 60_000;
+    const reread = () => {
+      void this.reread('timer');
+      this.later(every, reread);
+    };
+    this.later(every, reread);
     await this.reread('open');
   }
 
   private later(ms: number, fn: () => void): void {
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
+    const cancel = this.options.clock.after(ms, () => {
+      this.timers.delete(cancel);
       fn();
-    }, ms);
-    this.timers.add(timer);
+    });
+    this.timers.add(cancel);
+  }
+
+  /** Waits, unless the link closes first (close cancels the timer; the wait then ends with it). */
+  private pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const cancel = this.options.clock.after(ms, () => {
+        this.timers.delete(stop);
+        resolve();
+      });
+      const stop = () => {
+        cancel();
+        resolve();
+      };
+      this.timers.add(stop);
+    });
   }
 
   private deliver(value: DeclarationValue): void {
@@ -141,7 +163,7 @@ export class LinkSession {
   private async rereadUntilRead(why: string): Promise<void> {
     for (let attempt = 0; attempt < 60 && !this.closed; attempt++) {
       if (await this.reread(why)) return;
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await this.pause(1000);
     }
   }
 
@@ -185,7 +207,7 @@ export class LinkSession {
       this.later(every, beat);
     };
     // A random first delay, so that a fleet restarted together does not beat in step.
-    this.later(Math.floor(Math.random() * every), beat);
+    this.later(Math.floor(this.options.clock.random() * every), beat);
   }
 
   /** Publishes one report and waits for the stream's acknowledgement; retries reuse the message id. */
@@ -210,8 +232,9 @@ export class LinkSession {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const t of this.timers) clearTimeout(t);
+    const cancels = [...this.timers];
     this.timers.clear();
+    for (const cancel of cancels) cancel();
     for (const s of this.subs) s.unsubscribe();
     try {
       await this.nc?.close();

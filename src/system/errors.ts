@@ -14,12 +14,36 @@ export const EXIT = {
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
+/**
+ * Why something was refused, named where it is refused: the store counts refusals by it and reports
+ * carry it, so nothing downstream has to guess from the message.
+ */
+export type RefusalKind =
+  /** a signature that does not verify, or no key pinned to verify it with */
+  | 'forged'
+  /** declared for another node */
+  | 'wrong-node'
+  /** outside the vocabulary: not JSON, over the bound, a bad field or path */
+  | 'invalid'
+  /** older than what this host applied, kept or holds pending, or the same order with another digest */
+  | 'stale'
+  /** the other mode, on a path that may not change it */
+  | 'mode'
+  /** a resource type this host has no handler for */
+  | 'unsupported'
+  /** the plan cannot be applied as the machine stands (or its service manager is missing) */
+  | 'unappliable'
+  /** the act does not fit where the host is (genesis over, not enrolled, a kept file changed) */
+  | 'state';
+
 /** An error that ends a command with a given status and a message an operator can act on. */
 export class HostError extends Error {
   constructor(
     readonly exitCode: ExitCode,
     message: string,
     readonly details: string[] = [],
+    /** Set on refusals (exit 3): why, as data. */
+    readonly kind?: RefusalKind,
   ) {
     super(message);
     this.name = 'HostError';
@@ -27,8 +51,8 @@ export class HostError extends Error {
 }
 
 /** Refused before anything on the machine was touched (exit 3). */
-export function refused(message: string, details: string[] = []): HostError {
-  return new HostError(EXIT.refused, message, details);
+export function refused(message: string, details: string[] = [], kind: RefusalKind = 'invalid'): HostError {
+  return new HostError(EXIT.refused, message, details, kind);
 }
 
 /** The host cannot start (exit 4). */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyTransitionDefinition } from 'xstate';
 import {
-  lifecycleMachine, type Delivery, type Ending, type LoadedStore, type Pending, type ReportRef, type WorkerOutput,
+  lifecycleMachine, type Delivery, type Ending, type LifecycleInput, type LoadedStore, type Mark, type Pending, type ReportRef, type WorkerOutput,
 } from '../../machines/lifecycle.js';
 import { Store } from '../../src/store/store.js';
 import { silentLogger } from '../../src/system/log.js';
@@ -22,6 +22,16 @@ export function transitionKey(t: AnyTransitionDefinition): string {
   return `${source.id} ${eventType || 'always'} #${list.indexOf(t)}`;
 }
 
+type Provided = Parameters<typeof lifecycleMachine.provide>[0];
+
+/** Written here, apart from the machine: (epoch, sequence) order, the sequence alone when either has no epoch. */
+export function older(a: Mark, b: Mark): boolean {
+  if (a.epoch !== undefined && b.epoch !== undefined && a.epoch !== b.epoch) return a.epoch < b.epoch;
+  return a.sequence < b.sequence;
+}
+const sameOrder = (a: Mark, b: Mark) => !older(a, b) && !older(b, a);
+const show = (m: Mark) => `${m.epoch === undefined ? '' : `e${m.epoch}/`}${m.sequence}${m.digest.endsWith('other') ? '′' : ''}`;
+
 /**
  * Runs the real lifecycle machine with controllable actors and a simulated clock, over a real store
  * in a temporary directory, and keeps its own record of what happened so that invariants written
@@ -35,41 +45,56 @@ export class Harness {
   readonly violations: string[] = [];
 
   // What the host did, as the harness saw it (not as the machine says).
-  readonly applied: number[] = [];
+  readonly applied: Mark[] = [];
   /** Every declaration the worker took, whether its apply then succeeded or not. */
-  readonly taken: number[] = [];
+  readonly taken: Mark[] = [];
   readonly reportsMade: number[] = [];
   readonly reportsSent: number[] = [];
-  /** The newest declaration the link kept (declared.json): what a reconcile applies. */
-  kept: Delivery | undefined;
-  newestDeliveredWhileServing: Delivery | undefined;
+  /** Deliveries the machine refused (reported, never kept). */
+  readonly refused: Delivery[] = [];
+  /** What declared.json holds: written by the machine's writeKept effect only. */
+  kept: Mark | undefined;
+  /** The newest delivery kept while serving: it must be taken by the worker before the host rests idle. */
+  newestKeptWhileServing: Mark | undefined;
   inFlight = 0;
   quiescedWith: Ending | undefined;
   savesAfterQuiesce = 0;
   private stateOnDiskAtQuiesce: string | undefined;
   private nextReport = 0;
+  private nextRevision = 0;
 
   loadStore?: Deferred<void, LoadedStore>;
-  genesis?: Deferred<{ bundle: unknown }, WorkerOutput>;
-  apply?: Deferred<Pending, WorkerOutput> & { applying: number | undefined };
+  genesis?: Deferred<{ bundle: unknown }, void>;
+  apply?: Deferred<Pending, WorkerOutput> & { applying: Mark | undefined };
   sender?: Deferred<ReportRef, void>;
   quiesce?: Deferred<{ ending: Ending }, void>;
 
   readonly actor;
 
   /** `actions` replaces some of the machine's own, to prove the invariants catch a wrong machine. */
-  constructor(options: { actions?: Parameters<typeof lifecycleMachine.provide>[0]['actions'] } = {}) {
+  constructor(options: { actions?: Provided['actions']; guards?: Provided['guards']; input?: LifecycleInput } = {}) {
     const deferred = <I, O>(slot: 'loadStore' | 'genesis' | 'sender' | 'quiesce', input: I) =>
       new Promise<O>((resolve, reject) => {
         (this as unknown as Record<string, Deferred<I, O>>)[slot] = { input, resolve, reject };
       });
     const machine = lifecycleMachine.provide({
-      ...(options.actions ? { actions: options.actions } : {}),
+      actions: {
+        writeKept: (_, { delivery }) => this.keep(delivery),
+        reportRefusal: (_, { delivery }) => {
+          this.refused.push(delivery);
+          // The host reports a refusal outside the worker, a moment later.
+          void Promise.resolve().then(() => this.refuse());
+        },
+        sayAlreadyKept: () => {},
+        ...options.actions,
+      },
+      ...(options.guards ? { guards: options.guards } : {}),
       actors: {
         loadStore: fromPromise(() => deferred<void, LoadedStore>('loadStore', undefined)),
-        genesis: fromPromise(({ input }) => deferred<{ bundle: unknown }, WorkerOutput>('genesis', input)),
+        genesis: fromPromise(({ input }) => deferred<{ bundle: unknown }, void>('genesis', input)),
         link: fromCallback(() => () => {}),
         reconcileTimer: fromCallback(() => () => {}),
+        outboxWatch: fromCallback(() => () => {}),
         applyWorker: fromPromise(({ input }) => this.startApply(input)),
         reportSender: fromPromise(({ input }) => deferred<ReportRef, void>('sender', input)),
         quiesce: fromPromise(({ input }) => deferred<{ ending: Ending }, void>('quiesce', input)),
@@ -77,17 +102,31 @@ export class Harness {
     });
     this.actor = createActor(machine, {
       clock: this.clock,
+      input: options.input ?? {},
       inspect: (e) => {
         if (e.type === '@xstate.microstep') for (const t of (e as { _transitions: AnyTransitionDefinition[] })._transitions) this.covered.add(transitionKey(t));
       },
     });
   }
 
+  /** The effect of keeping: declared.json now holds this delivery. */
+  private keep(delivery: Delivery): void {
+    const mark = { ...(delivery.epoch === undefined ? {} : { epoch: delivery.epoch }), sequence: delivery.sequence, digest: delivery.digest };
+    // Judged here by the harness's own rule, not the machine's: only what may follow what is held is kept.
+    const held = [this.kept, ...this.applied.slice(-1), this.apply?.applying].filter((m): m is Mark => m !== undefined);
+    for (const h of held) {
+      if (older(mark, h)) this.violations.push(`${show(mark)} was kept though older than ${show(h)}`);
+      else if (sameOrder(mark, h) && mark.digest !== h.digest) this.violations.push(`${show(mark)} was kept though ${show(h)} holds its order with another digest`);
+    }
+    this.kept = mark;
+    if (this.snapshot().matches('serving')) this.newestKeptWhileServing = mark;
+  }
+
   /** The apply worker: what a reconcile applies is the kept declaration read when the worker starts. */
   private startApply(input: Pending): Promise<WorkerOutput> {
     this.inFlight++;
     if (this.inFlight > 1) this.violations.push(`two applies at once (${this.inFlight})`);
-    const applying = input.kind === 'delivery' ? input.delivery.sequence : this.kept?.sequence;
+    const applying = input.kind === 'delivery' ? markOf(input.delivery) : this.kept;
     if (applying !== undefined) this.taken.push(applying);
     return new Promise<WorkerOutput>((resolve, reject) => {
       this.apply = { input, applying, resolve, reject };
@@ -95,16 +134,17 @@ export class Harness {
   }
 
   /** Ends the apply in flight: the real store saves (refused after quiesce), one report is made. */
-  finishApply(output: { mode?: 'adopted' | 'converged'; silent?: boolean } = {}, fail = false): void {
+  finishApply(output: { mode?: 'adopted' | 'converged'; silent?: boolean; applied?: Mark } = {}, fail = false): void {
     const apply = this.apply!;
     this.apply = undefined;
     this.inFlight--;
     if (fail) return apply.reject(new Error('apply failed'));
-    if (apply.applying !== undefined) this.applied.push(apply.applying);
     let report: ReportRef | undefined;
+    let saved = false;
     try {
       this.store.updateHead((s) => (s.reportSequence += output.silent ? 0 : 1));
       this.store.save();
+      saved = true;
       if (!output.silent) {
         report = { sequence: ++this.nextReport };
         this.reportsMade.push(report.sequence);
@@ -112,25 +152,36 @@ export class Harness {
     } catch {
       // quiesced: the save is refused, and the apply's report with it
     }
-    apply.resolve({ ...(report ? { report } : {}), ...(output.mode ? { mode: output.mode } : {}) });
+    if (saved && apply.applying !== undefined) this.applied.push(apply.applying);
+    // What the machine is told was applied (a generated walk says it itself; the harness keeps its own record).
+    const applied = output.applied ?? this.applied.at(-1);
+    apply.resolve({ ...(report ? { reports: [report] } : {}), ...(output.mode ? { mode: output.mode } : {}), ...(applied ? { applied } : {}) });
+  }
+
+  get appliedSequences(): number[] {
+    return this.applied.map((m) => m.sequence);
   }
 
   start(): void {
     this.actor.start();
   }
 
-  deliver(sequence: number): void {
-    const delivery: Delivery = { sequence, digest: `sha256:${sequence}` };
-    // The link keeps the declaration (declared.json) before it enqueues it.
-    this.kept = delivery;
-    if (this.snapshot().matches('serving')) this.newestDeliveredWhileServing = delivery;
+  /** A value of the node's key, as the link brings it: a new revision, unless one is given (a value read again). */
+  deliver(sequence: number, options: { epoch?: number; digest?: string; revision?: number } = {}): void {
+    const delivery: Delivery = {
+      ...(options.epoch === undefined ? {} : { epoch: options.epoch }),
+      sequence,
+      digest: options.digest ?? (options.epoch === undefined ? `sha256:${sequence}` : `sha256:e${options.epoch}-${sequence}`),
+      revision: options.revision ?? ++this.nextRevision,
+    };
+    this.nextRevision = Math.max(this.nextRevision, delivery.revision!);
     this.actor.send({ type: 'DELIVERY', delivery });
   }
 
-  /** A refused delivery: the link makes its report (next sequence) outside the worker. */
+  /** A refused delivery, or a command run by hand: a report made outside the worker (next sequence). */
   refuse(): void {
-    // Only a connected link (serving) receives, and so refuses, a delivery.
-    if (!this.snapshot().matches('serving')) return void this.actor.send({ type: 'REPORT_MADE', report: { sequence: -1 } });
+    // Only a serving host hears of a report made outside its worker.
+    if (!this.snapshot().matches('serving')) return;
     const report = { sequence: ++this.nextReport };
     this.reportsMade.push(report.sequence);
     this.actor.send({ type: 'REPORT_MADE', report });
@@ -152,6 +203,12 @@ export class Harness {
     q.resolve();
   }
 
+  /** What a start reads from disk: the store's last applied and the kept declaration. */
+  loaded(enrolled: boolean, mode?: 'adopted' | 'converged'): LoadedStore {
+    const applied = this.applied.at(-1);
+    return { enrolled, outbox: [], ...(mode ? { mode } : {}), ...(applied ? { applied } : {}), ...(this.kept ? { kept: this.kept } : {}) };
+  }
+
   private stateOnDisk(): string {
     const file = join(this.dir, 'state.json');
     return existsSync(file) ? readFileSync(file, 'utf8') : '';
@@ -164,14 +221,14 @@ export class Harness {
   /** Lets the promises of the provided actors settle. */
   async settle(): Promise<void> {
     // A provided promise settles, then the machine hears of it: a few microtask turns, no timers.
-    for (let i = 0; i < 6; i++) await Promise.resolve();
+    for (let i = 0; i < 8; i++) await Promise.resolve();
   }
 
   /** Invariants written apart from the machine, checked after every step. */
   check(): string[] {
     const problems = [...this.violations];
     for (let i = 1; i < this.applied.length; i++) {
-      if (this.applied[i]! < this.applied[i - 1]!) problems.push(`an older declaration (${this.applied[i]}) was applied after a newer (${this.applied[i - 1]})`);
+      if (older(this.applied[i]!, this.applied[i - 1]!)) problems.push(`an older declaration (${show(this.applied[i]!)}) was applied after a newer (${show(this.applied[i - 1]!)})`);
     }
     for (let i = 1; i < this.reportsSent.length; i++) {
       if (this.reportsSent[i]! <= this.reportsSent[i - 1]!) problems.push(`reports left out of order: ${this.reportsSent.join(',')}`);
@@ -182,10 +239,18 @@ export class Harness {
     if (this.stateOnDiskAtQuiesce !== undefined && this.quiescedWith !== 'move' && this.snapshot().matches('stopped') && this.stateOnDisk() !== this.stateOnDiskAtQuiesce) {
       problems.push('the store was saved after it was quiesced');
     }
+    // The kept declaration is never older than anything applied, being applied, or pending.
     const s = this.snapshot();
-    if (s.matches({ serving: { worker: 'idle' } }) && s.context.pending === undefined && this.inFlight === 0 && this.newestDeliveredWhileServing) {
-      const newest = this.newestDeliveredWhileServing.sequence;
-      if (!this.taken.includes(newest)) problems.push(`idle with nothing pending, but the newest delivery (${newest}) was never taken by the worker`);
+    const pending = s.context.pending?.kind === 'delivery' ? s.context.pending.delivery : undefined;
+    for (const [what, mark] of [['applied', this.applied.at(-1)], ['being applied', this.apply?.applying], ['pending', pending]] as const) {
+      if (mark && (!this.kept || older(this.kept, mark))) problems.push(`the kept declaration (${this.kept ? show(this.kept) : 'none'}) is older than the one ${what} (${show(mark)})`);
+    }
+    for (const r of this.refused) {
+      if (this.kept && this.kept.digest === r.digest && sameOrder(this.kept, r)) problems.push(`the refused delivery ${show(r)} was kept`);
+    }
+    if (s.matches({ serving: { worker: 'idle' } }) && s.context.pending === undefined && this.inFlight === 0 && this.newestKeptWhileServing) {
+      const newest = this.newestKeptWhileServing;
+      if (!this.taken.some((t) => t.digest === newest.digest && sameOrder(t, newest))) problems.push(`idle with nothing pending, but the newest delivery (${show(newest)}) was never taken by the worker`);
     }
     return problems;
   }
@@ -194,4 +259,8 @@ export class Harness {
     this.actor.stop();
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+function markOf(d: Delivery): Mark {
+  return { ...(d.epoch === undefined ? {} : { epoch: d.epoch }), sequence: d.sequence, digest: d.digest };
 }

@@ -30,13 +30,13 @@ describe('named interleavings', () => {
   it('a tick while a delivery applies: the reconcile follows it, applying the kept declaration', async () => {
     const h = await serving();
     await step(h, () => h.deliver(1));
-    expect(applying(h)).toEqual({ kind: 'delivery', delivery: { sequence: 1, digest: 'sha256:1' } });
+    expect(applying(h)).toMatchObject({ kind: 'delivery', delivery: { sequence: 1, digest: 'sha256:1' } });
     await step(h, () => h.actor.send({ type: 'RECONCILE_TICK' }));
     expect(h.snapshot().context.pending).toEqual({ kind: 'reconcile' });
     await step(h, () => h.finishApply());
     expect(applying(h)).toEqual({ kind: 'reconcile' });
     await step(h, () => h.finishApply());
-    expect(h.applied).toEqual([1, 1]);
+    expect(h.appliedSequences).toEqual([1, 1]);
   });
 
   it('a delivery while a reconcile applies: the delivery is applied next', async () => {
@@ -47,7 +47,7 @@ describe('named interleavings', () => {
     await step(h, () => h.finishApply({ silent: true }));
     expect(applying(h)).toMatchObject({ kind: 'delivery', delivery: { sequence: 5 } });
     await step(h, () => h.finishApply());
-    expect(h.applied).toEqual([5]);
+    expect(h.appliedSequences).toEqual([5]);
   });
 
   it('two deliveries during one apply: only the newest is applied after it', async () => {
@@ -60,7 +60,7 @@ describe('named interleavings', () => {
     expect(h.snapshot().context.pending).toMatchObject({ kind: 'delivery', delivery: { sequence: 3 } });
     await step(h, () => h.finishApply());
     await step(h, () => h.finishApply());
-    expect(h.applied).toEqual([1, 3]);
+    expect(h.appliedSequences).toEqual([1, 3]);
     expect(h.snapshot().context.pending).toBeUndefined();
   });
 
@@ -73,7 +73,7 @@ describe('named interleavings', () => {
     await step(h, () => h.finishApply());
     await step(h, () => h.finishApply());
     // The old fault applied 1 again here, over 2.
-    expect(h.applied).toEqual([1, 2, 2]);
+    expect(h.appliedSequences).toEqual([1, 2, 2]);
   });
 
   it('a stop during an apply waits for it, never cancels it, then quiesces and stops', async () => {
@@ -87,7 +87,7 @@ describe('named interleavings', () => {
     await step(h, () => h.resolveQuiesce());
     expect(h.snapshot().status).toBe('done');
     expect(h.snapshot().output).toEqual({ ending: 'stop' });
-    expect(h.applied).toEqual([1]);
+    expect(h.appliedSequences).toEqual([1]);
     expect(h.reportsMade).toEqual([1]);
   });
 
@@ -135,6 +135,76 @@ describe('named interleavings', () => {
   });
 });
 
+// The order rule decided in the machine: with an epoch (epoch, sequence); without one, the sequence alone.
+describe.each([
+  { name: 'with an epoch', newer: { epoch: 2, sequence: 5 }, older: { epoch: 1, sequence: 9 }, first: { epoch: 2, sequence: 1 } },
+  { name: 'without an epoch', newer: { sequence: 5 }, older: { sequence: 4 }, first: { sequence: 1 } },
+])('a delivery out of order, $name, is refused before anything is touched, reported, never kept', ({ newer, older, first }) => {
+  const send = (h: Harness, m: { epoch?: number; sequence: number }, digest?: string) => h.deliver(m.sequence, { ...(m.epoch === undefined ? {} : { epoch: m.epoch }), ...(digest ? { digest } : {}) });
+
+  it('an older delivery while a newer one applies', async () => {
+    const h = await serving();
+    await step(h, () => send(h, newer));
+    expect(applying(h)).toMatchObject({ kind: 'delivery', delivery: newer });
+    await step(h, () => send(h, older));
+    expect(h.refused).toMatchObject([older]);
+    expect(h.kept).toMatchObject(newer);
+    expect(h.snapshot().context.pending).toBeUndefined();
+    // The refusal is reported: a report made outside the worker, queued to leave.
+    expect(h.reportsMade).toEqual([1]);
+    await step(h, () => h.finishApply());
+    expect(h.appliedSequences).toEqual([newer.sequence]);
+    expect(h.apply).toBeUndefined();
+  });
+
+  it('an older delivery while a newer one is pending', async () => {
+    const h = await serving();
+    await step(h, () => send(h, first));
+    await step(h, () => send(h, newer));
+    expect(h.snapshot().context.pending).toMatchObject({ kind: 'delivery', delivery: newer });
+    await step(h, () => send(h, older));
+    expect(h.refused).toMatchObject([older]);
+    expect(h.kept).toMatchObject(newer);
+    expect(h.snapshot().context.pending).toMatchObject({ kind: 'delivery', delivery: newer });
+    await step(h, () => h.finishApply());
+    await step(h, () => h.finishApply());
+    expect(h.appliedSequences).toEqual([first.sequence, newer.sequence]);
+  });
+
+  it('an equal order with another digest while pending', async () => {
+    const h = await serving();
+    await step(h, () => send(h, first));
+    await step(h, () => send(h, newer, 'sha256:A'));
+    await step(h, () => send(h, newer, 'sha256:B'));
+    expect(h.refused).toMatchObject([{ ...newer, digest: 'sha256:B' }]);
+    expect(h.kept).toMatchObject({ ...newer, digest: 'sha256:A' });
+    expect(h.snapshot().context.pending).toMatchObject({ kind: 'delivery', delivery: { ...newer, digest: 'sha256:A' } });
+    await step(h, () => h.finishApply());
+    await step(h, () => h.finishApply());
+    expect(h.applied.at(-1)).toMatchObject({ ...newer, digest: 'sha256:A' });
+  });
+
+  it('an older delivery after a restart, against what the store says was applied and kept', async () => {
+    const h = new Harness();
+    harnesses.push(h);
+    h.start();
+    await h.settle();
+    const mark = { ...newer, digest: 'sha256:kept' };
+    h.loadStore!.resolve({ enrolled: true, mode: 'adopted', outbox: [], applied: mark, kept: { ...mark, revision: 7 } });
+    await h.settle();
+    await step(h, () => send(h, older));
+    expect(h.refused).toMatchObject([older]);
+    expect(h.apply).toBeUndefined();
+    // The kept value read again (same revision, same digest): not a new delivery, not refused either.
+    await step(h, () => h.deliver(newer.sequence, { ...(newer.epoch === undefined ? {} : { epoch: newer.epoch }), digest: 'sha256:kept', revision: 7 }));
+    expect(h.apply).toBeUndefined();
+    expect(h.refused).toHaveLength(1);
+    // The same bytes put again (a new revision): the mesh said it again, and it is applied again.
+    await step(h, () => h.deliver(newer.sequence, { ...(newer.epoch === undefined ? {} : { epoch: newer.epoch }), digest: 'sha256:kept', revision: 8 }));
+    expect(applying(h)).toMatchObject({ kind: 'delivery', delivery: { ...newer, digest: 'sha256:kept' } });
+  });
+});
+
 describe('the invariants are written apart from the machine', () => {
   it('catch a machine that sends a report twice', async () => {
     const h = await serving({ actions: { sent: assign({ outbox: ({ context }) => context.outbox }) } });
@@ -149,20 +219,26 @@ describe('the invariants are written apart from the machine', () => {
     expect(h.check()).toContainEqual(expect.stringMatching(/reports left out of order: 1,1/));
   });
 
-  it('catch a machine that lets an older delivery replace a newer pending one', async () => {
-    const h = await serving({ actions: { enqueueDelivery: assign({ pending: ({ event }) => (event.type === 'DELIVERY' ? { kind: 'delivery' as const, delivery: event.delivery } : undefined) }) } });
+  it('catch a machine that keeps an older delivery over a newer pending one', async () => {
+    const h = await serving({ guards: { outOfOrder: () => false } });
     h.deliver(1);
     await h.settle();
     h.deliver(3);
     await h.settle();
-    // An older one arriving late (a slow watch): the machine must keep 3.
-    h.actor.send({ type: 'DELIVERY', delivery: { sequence: 2, digest: 'sha256:2' } });
+    // An older one arriving late (a slow watch): the machine must refuse it and keep 3.
+    h.deliver(2);
+    await h.settle();
+    expect(h.check().join()).toMatch(/\(2\) is older than the one pending \(3\)|2 was kept though older than 3/);
+  });
+
+  it('catch a machine that refuses nothing with an epoch either', async () => {
+    const h = await serving({ guards: { outOfOrder: () => false } });
+    h.deliver(5, { epoch: 2 });
     await h.settle();
     h.finishApply();
     await h.settle();
-    h.finishApply();
+    h.deliver(9, { epoch: 1 });
     await h.settle();
-    expect(h.applied).toEqual([1, 2]);
-    expect(h.check().join()).toMatch(/never taken/);
+    expect(h.check().join()).toMatch(/e1\/9 was kept though older than e2\/5/);
   });
 });

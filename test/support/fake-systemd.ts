@@ -29,6 +29,9 @@ export function fakeClock(): Clock & { advance(ms: number): void; slept: number[
       t += ms;
     },
     advance: (ms) => void (t += ms),
+    // Nothing here waits on a timer: the services' pause is a sleep.
+    after: () => () => {},
+    random: () => 0.5,
   };
 }
 

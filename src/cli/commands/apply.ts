@@ -4,8 +4,7 @@ import { applyDeclaration, type ApplyResult } from '../../apply/apply.js';
 import { formatPlan, formatReport } from '../../report/report.js';
 import { EXIT, refused } from '../../system/errors.js';
 import type { CommandContext } from '../context.js';
-import { hostPaths, KEPT_DECLARATION, withHost } from '../host.js';
-import { unsupportedProblem } from '../supported.js';
+import { hostPaths, withHost } from '../host.js';
 
 /** `mesh-host apply FILE [--dry-run]`: for a machine the mesh has not spoken to. */
 export async function applyCommand(ctx: CommandContext): Promise<number> {
@@ -15,12 +14,10 @@ export async function applyCommand(ctx: CommandContext): Promise<number> {
   const { config } = loadConfig(paths.configPath);
   // Everything about the declaration is checked before the machine is read or touched.
   const received = await receiveDeclaration(readDeclarationFile(file), { source: file, node: config.node, ...(config.publicKey ? { pinnedKey: config.publicKey } : {}) });
-  const unsupported = unsupportedProblem(received.declaration);
-  if (unsupported) throw refused(`${file}: ${unsupported}; nothing was touched`);
 
   return withHost(ctx, 'apply', async (host) => {
-    if (host.hasKeptDeclaration) {
-      throw refused(`the mesh has spoken to this machine (${host.paths.stateDir}/${KEPT_DECLARATION} exists): 'apply FILE' is only for a machine it has not; use 'mesh-host reconcile'`);
+    if (host.kept.exists()) {
+      throw refused(`the mesh has spoken to this machine (${host.kept.path} exists): 'apply FILE' is only for a machine it has not; use 'mesh-host reconcile'`, [], 'state');
     }
     const result = await applyDeclaration(host.env, {
       received,
@@ -50,7 +47,7 @@ export function finish(ctx: CommandContext, result: ApplyResult): number {
       if (detailed) return detailedExitCode({ changed: result.report.steps.some((s) => s.status === 'done'), failed: result.report.outcome !== 'converged' });
       return result.report.outcome === 'converged' ? EXIT.ok : EXIT.failed;
     case 'refused':
-      throw refused(result.reason, result.details);
+      throw refused(result.reason, result.details, result.refusal);
   }
 }
 

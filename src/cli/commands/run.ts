@@ -1,8 +1,23 @@
-import type { CommandContext } from '../context.js';
+import { resolve } from 'node:path';
+import { usageError } from '../../system/errors.js';
+import { stringFlag, type CommandContext } from '../context.js';
 import { hostPaths } from '../host.js';
+import type { GenesisOrder } from '../../daemon/daemon.js';
 
-/** `mesh-host run`: the daemon. SIGTERM/SIGINT stop it, SIGUSR1 stands it aside, SIGUSR2 resumes, SIGHUP moves it. */
+/**
+ * `mesh-host run [--bundle FILE --mode adopted|converged]`: the daemon. SIGTERM/SIGINT stop it,
+ * SIGUSR1 stands it aside, SIGUSR2 resumes, SIGHUP moves it. Given a bundle, a machine that is not
+ * enrolled enrols itself through the one genesis path, so that its unit alone can enrol it.
+ */
 export async function runCommand(ctx: CommandContext): Promise<number> {
+  const bundlePath = stringFlag(ctx.flags, 'bundle');
+  const mode = stringFlag(ctx.flags, 'mode');
+  if (bundlePath === undefined && mode !== undefined) throw usageError("'run --mode' goes with --bundle FILE");
+  let genesis: GenesisOrder | undefined;
+  if (bundlePath !== undefined) {
+    if (mode !== 'adopted' && mode !== 'converged') throw usageError("'run --bundle' needs --mode adopted or --mode converged");
+    genesis = { bundlePath: resolve(bundlePath), mode };
+  }
   const { runDaemon } = await import('../../daemon/daemon.js');
   // A fault the daemon did not foresee ends it as one fatal line in the journal, not a stack of
   // minified source; the unit starts it again, and the outbox and the kept declaration carry on.
@@ -10,7 +25,8 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
     ctx.log.fatal({ err }, `mesh-host run: an unforeseen fault ends the daemon: ${err.message}`);
     process.exit(70);
   });
-  const { code } = await runDaemon({ paths: hostPaths(ctx), log: ctx.log, clock: ctx.clock, runner: ctx.runner });
+  const paths = hostPaths(ctx);
+  const { code } = await runDaemon({ paths, log: ctx.log, clock: ctx.clock, runner: ctx.runner, ...(genesis ? { genesis } : {}) });
   // The NATS client and timers are closed; end even if a stray handle lingers.
   setTimeout(() => process.exit(code), 200).unref();
   return code;

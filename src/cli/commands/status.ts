@@ -17,7 +17,7 @@ export async function statusCommand(ctx: CommandContext): Promise<number> {
       node: host.config.node,
       mode: s.mode ?? null,
       enrolled: s.genesisDigest !== undefined,
-      meshHasSpoken: host.hasKeptDeclaration,
+      meshHasSpoken: host.kept.exists(),
       lastApplied: s.lastApplied ?? null,
       reportSequence: s.reportSequence,
       lastOutcome: s.lastOutcome ?? null,

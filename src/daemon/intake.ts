@@ -1,0 +1,56 @@
+import type { Delivery } from '../../machines/lifecycle.js';
+import type { HostConfig } from '../config/config.js';
+import { receiveDeclaration, type Received } from '../declaration/load.js';
+import type { DeclarationValue } from '../link/session.js';
+import { HostError, refused, type RefusalKind } from '../system/errors.js';
+import type { Logger } from '../system/log.js';
+
+/** A delivery as the machine carries it: ordered by (epoch, sequence), its checked declaration opaque. */
+export interface CarriedDelivery extends Delivery {
+  payload: Received;
+}
+
+export interface IntakeRefusal {
+  kind: RefusalKind;
+  message: string;
+}
+
+export interface IntakeDeps {
+  config: () => HostConfig;
+  log: Logger;
+  /** A value that cannot be a declaration for this host: reported, nothing kept or touched. */
+  refuse(refusal: IntakeRefusal): Promise<void>;
+  /** A checked declaration, handed to the lifecycle to order, keep and enqueue. */
+  deliver(delivery: CarriedDelivery): void;
+}
+
+/**
+ * Delivery intake: each value of this node's key is checked (signature first, then the vocabulary and
+ * the node) one at a time, in the order the link brought them, and handed on. Whether it is newer than
+ * what the host holds, and so kept and applied, is the lifecycle's decision, not the intake's.
+ */
+export class DeliveryIntake {
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(private readonly deps: IntakeDeps) {}
+
+  take(value: DeclarationValue): void {
+    this.chain = this.chain.then(() => this.check(value)).catch((err: Error) => this.deps.log.error({ err }, 'link: a delivery could not be handled'));
+  }
+
+  private async check({ bytes, revision }: DeclarationValue): Promise<void> {
+    const config = this.deps.config();
+    const source = `the delivery (revision ${revision})`;
+    let received: Received;
+    try {
+      // Without a pinned key nothing the link brings can be trusted: refused before it is read.
+      if (!config.publicKey) throw refused(`${source}: no control-plane key is pinned; refused`, [], 'forged');
+      received = await receiveDeclaration(Buffer.from(bytes), { source, node: config.node, requireSignature: true, pinnedKey: config.publicKey });
+    } catch (err) {
+      if (!(err instanceof HostError) || err.kind === undefined) throw err;
+      return this.deps.refuse({ kind: err.kind, message: [err.message, ...err.details].join('; ') });
+    }
+    const { declaration, digest } = received;
+    this.deps.deliver({ ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest, revision, payload: received });
+  }
+}

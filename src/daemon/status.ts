@@ -1,0 +1,29 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { STATE_FILE } from '../store/store.js';
+
+/** What `meshctl status` is answered: the store as saved, read without the lock (it is saved whole), and the lifecycle's state. */
+export function statusOf(stateDir: string, node: string, lifecycleState: unknown) {
+  let state: Record<string, unknown> & { records?: object } = {};
+  try {
+    state = JSON.parse(readFileSync(join(stateDir, STATE_FILE), 'utf8')) as typeof state;
+  } catch {
+    // not saved yet
+  }
+  return {
+    node,
+    mode: state.mode ?? null,
+    lastApplied: state.lastApplied ?? null,
+    reportSequence: (state.reportSequence as number | undefined) ?? 0,
+    lastOutcome: state.lastOutcome ?? null,
+    held: state.held ?? [],
+    refusals: state.refusals ?? {},
+    footprint: Object.keys(state.records ?? {}).length,
+    state: lifecycleState,
+  };
+}
+
+/** The heartbeat: who, how far its reports have gone, what it applied, how long it has been up. */
+export function heartbeatOf(status: ReturnType<typeof statusOf>, uptimeMs: number) {
+  return { node: status.node, reportSequence: status.reportSequence, lastApplied: status.lastApplied, uptimeSeconds: Math.round(uptimeMs / 1000) };
+}

@@ -1,0 +1,101 @@
+import { join } from 'node:path';
+import { applyDeclaration, modeProblem, type ApplyResult } from '../apply/apply.js';
+import { readConfigFile, writeConfig } from '../config/config.js';
+import { linkAuthOf } from '../config/link-auth.js';
+import { openBundle, type GenesisBundle } from '../declaration/bundle.js';
+import { hostInboxPrefix } from '../link/wire.js';
+import { ensureHostKey } from '../report/host-key.js';
+import type { Logger } from '../system/log.js';
+import type { Mode } from '../declaration/schema.js';
+import type { HostDeps } from '../host/environment.js';
+import { openHost } from '../host/open.js';
+import { CARRIED_BUNDLE, CARRIED_CREDS, KEPT_DECLARATION, type HostPaths } from '../host/paths.js';
+import type { Plan } from '../report/report.js';
+import { writeDurably } from '../store/durable.js';
+import { refused } from '../system/errors.js';
+
+export interface GenesisRequest {
+  /** The bundle's bytes, and what to call it in refusals (its path). */
+  bytes: Buffer;
+  source: string;
+  /** The mode to record, taken only when none is recorded yet. */
+  mode: Mode;
+  dryRun: boolean;
+  /** Show a unified diff of each file whose content changes. */
+  diff?: boolean;
+  /** Called with the plan before anything is touched. */
+  onPlan?: (plan: Plan) => void;
+}
+
+/** Makes or keeps the host's key (the bundle's when it carries one) and writes carried credentials; returns their path. */
+function keepCarriedSecrets(stateDir: string, bundle: GenesisBundle, log: Logger): string | undefined {
+  const key = ensureHostKey(stateDir, bundle.secrets?.nodeKey);
+  if (key.made) log.info({ key: key.publicKey, pinned: bundle.secrets?.nodeKey !== undefined }, "the host's own key is kept: it signs every report");
+  if (!bundle.secrets?.creds) return undefined;
+  const path = join(stateDir, CARRIED_CREDS);
+  writeDurably(path, Buffer.from(bundle.secrets.creds), 0o600);
+  return path;
+}
+
+/**
+ * The one genesis path, for `mesh-host genesis`, for an unenrolled daemon given a bundle, and for an
+ * installer: verifies the bundle, records the mode only when none is recorded, applies it through the
+ * one apply path under the lock, and marks the bundle consumed with its digest; then writes the
+ * configuration from it. A refusal is thrown (exit 3, with its kind); an apply that ran is returned.
+ */
+export async function genesis(paths: HostPaths, deps: HostDeps, request: GenesisRequest): Promise<ApplyResult> {
+  const { bytes, source, dryRun } = request;
+  const { bundle, received } = await openBundle(bytes, source);
+  return openHost(paths, deps, 'genesis', async (host) => {
+    if (host.kept.exists()) throw refused(`the mesh has spoken to this machine (${KEPT_DECLARATION} is kept): genesis is over; use mesh-host reconcile`, [], 'state');
+    const consumed = host.store.state.genesisDigest;
+    if (consumed !== undefined && consumed !== received.digest) {
+      throw refused(`this machine is enrolled already, by a bundle whose declaration was ${consumed}; this one is ${received.digest}`, [], 'state');
+    }
+    const recorded = host.store.state.mode;
+    const mode: Mode = recorded ?? request.mode;
+    const said: string[] = [];
+    if (recorded !== undefined && recorded !== request.mode) said.push(`the mode is recorded ${recorded} already; --mode ${request.mode} is not taken (genesis records a mode only when none is recorded)`);
+    const problem = modeProblem(mode, received.declaration.mode, false);
+    if (problem) throw refused(`${source}: ${problem}; nothing was touched`, [], 'mode');
+
+    host.env.node = bundle.node;
+    // The host's own key (the bundle's, when it carries one) and carried credentials are kept before the
+    // apply: a key that differs from the one kept is refused before anything is touched, and an archive
+    // is fetched with the host's own credentials.
+    const carriedCreds = dryRun ? undefined : keepCarriedSecrets(paths.stateDir, bundle, deps.log);
+    // Before genesis the configuration has no link: an archive of the bundle is fetched over the bundle's.
+    host.archiveLink.settings = { servers: bundle.link.servers, ...linkAuthOf(bundle.link), ...(carriedCreds ? { creds: carriedCreds } : {}), inboxPrefix: hostInboxPrefix(bundle.node) };
+    if (bundle.link.servers.length > 0) host.env.archiveObjects = host.archiveStore;
+    const result = await applyDeclaration(host.env, {
+      received,
+      origin: 'mesh',
+      trigger: 'genesis',
+      dryRun,
+      mayChangeMode: false,
+      said,
+      diff: request.diff === true,
+      ...(request.onPlan ? { onPlan: request.onPlan } : {}),
+    });
+    if (result.kind === 'applied' || result.kind === 'silent') {
+      // Consumed: reconcile will hold the machine to what this applied, never to other carried bytes.
+      host.store.updateHead((s) => (s.genesisDigest = received.digest));
+      host.store.save();
+      // The carried copy keeps no secrets: they are kept apart, each in its own file.
+      writeDurably(join(paths.stateDir, CARRIED_BUNDLE), bundle.secrets ? Buffer.from(JSON.stringify({ ...bundle, secrets: undefined })) : bytes, 0o600);
+      // The control side put this declaration into the node's key: the daemon reads that revision as the
+      // one it kept and applied, not as a new delivery to apply and report again.
+      if (bundle.keyRevision !== undefined) host.kept.noteRevision(bundle.keyRevision, received.digest);
+      await writeConfig(paths.configPath, {
+        ...readConfigFile(paths.configPath),
+        node: bundle.node,
+        publicKey: bundle.publicKey,
+        servers: bundle.link.servers,
+        ...linkAuthOf(bundle.link),
+        ...(carriedCreds ? { creds: carriedCreds } : {}),
+      });
+      deps.log.info({ node: bundle.node, digest: received.digest, config: paths.configPath }, 'enrolled: the bundle is consumed and the configuration written');
+    }
+    return result;
+  });
+}

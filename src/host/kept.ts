@@ -1,0 +1,120 @@
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { HostConfig } from '../config/config.js';
+import { openBundle } from '../declaration/bundle.js';
+import { receiveDeclaration, type Received } from '../declaration/load.js';
+import type { Store } from '../store/store.js';
+import { writeDurably } from '../store/durable.js';
+import { refused } from '../system/errors.js';
+import { CARRIED_BUNDLE, KEPT_DECLARATION, KEPT_REVISION } from './paths.js';
+
+/** What a kept declaration is, for ordering: the value of the node's key it was, and its order. */
+export interface KeptMark {
+  epoch?: number;
+  sequence: number;
+  digest: string;
+  /** The key's revision it was delivered as, when the hint beside it says so. */
+  revision?: number;
+}
+
+/**
+ * The kept declaration: the newest declaration the mesh said that this host accepted, exactly the
+ * bytes the link delivered, durably; and beside it a hint of which value of the key it was. Which
+ * delivery is kept is the lifecycle's decision; this only writes and reads it.
+ */
+export class KeptDeclaration {
+  readonly path: string;
+  private readonly revisionPath: string;
+
+  constructor(readonly stateDir: string) {
+    this.path = join(stateDir, KEPT_DECLARATION);
+    this.revisionPath = join(stateDir, KEPT_REVISION);
+  }
+
+  exists(): boolean {
+    return existsSync(this.path);
+  }
+
+  read(): Buffer {
+    return readFileSync(this.path);
+  }
+
+  /** Kept before it is applied: a reconcile always finds the newest the mesh said. */
+  keep(bytes: Uint8Array, revision: number, digest: string): void {
+    writeDurably(this.path, bytes, 0o600);
+    this.noteRevision(revision, digest);
+  }
+
+  /**
+   * Which value of the key holds what this host applied. A hint, not a record: written whole (rename)
+   * but not fsynced, because losing it in a crash costs only a redundant apply and report after the
+   * restart, and an fsync would be on every delivery's path. Genesis notes the value the control side
+   * put the bundle's declaration in, so the daemon does not apply it again as a delivery.
+   */
+  noteRevision(revision: number, digest: string): void {
+    writeFileSync(`${this.revisionPath}.tmp`, JSON.stringify({ revision, digest }), { mode: 0o600 });
+    renameSync(`${this.revisionPath}.tmp`, this.revisionPath);
+  }
+
+  /** Which value of the key was kept, as the hint says; nothing when there is no readable hint. */
+  revision(): { revision: number; digest: string } | undefined {
+    try {
+      const hint = JSON.parse(readFileSync(this.revisionPath, 'utf8')) as { revision?: unknown; digest?: unknown };
+      return typeof hint.revision === 'number' && typeof hint.digest === 'string' ? { revision: hint.revision, digest: hint.digest } : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Opens the kept declaration again, signature first: the file could have been changed since it was kept. */
+  async receive(config: Pick<HostConfig, 'publicKey' | 'node'>): Promise<Received> {
+    if (!config.publicKey) throw refused('a kept declaration exists but no control-plane key is pinned in the configuration; nothing was touched', [], 'forged');
+    return receiveDeclaration(this.read(), { source: 'the kept declaration', pinnedKey: config.publicKey, node: config.node, requireSignature: true });
+  }
+
+  /** Its order and the key's revision it was, or nothing when none is kept or it no longer opens. */
+  async mark(config: Pick<HostConfig, 'publicKey' | 'node'>): Promise<KeptMark | undefined> {
+    if (!this.exists()) return undefined;
+    try {
+      const { declaration, digest } = await this.receive(config);
+      const hint = this.revision();
+      return {
+        ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }),
+        sequence: declaration.sequence,
+        digest,
+        ...(hint?.digest === digest ? { revision: hint.revision } : {}),
+      };
+    } catch {
+      // Refused again by the reconcile, and said there; for ordering, nothing is kept.
+      return undefined;
+    }
+  }
+}
+
+/** What a reconcile applies, and how. */
+export interface ReconcileSource {
+  received: Received;
+  said: string[];
+  mayChangeMode: boolean;
+}
+
+/** What a reconcile applies: what the mesh last said, or before it has spoken the bundle genesis applied. */
+export async function reconcileSource(host: { config: HostConfig; store: Store; kept: KeptDeclaration }): Promise<ReconcileSource> {
+  if (host.kept.exists()) {
+    const received = await host.kept.receive(host.config);
+    const recorded = host.store.state.mode;
+    const said = recorded !== undefined && recorded !== received.declaration.mode
+      ? [`the recorded mode was ${recorded}, the kept signed declaration says ${received.declaration.mode}: the kept declaration wins (repaired)`]
+      : [];
+    return { received, said, mayChangeMode: true };
+  }
+  const consumed = host.store.state.genesisDigest;
+  if (consumed === undefined) throw refused('this machine is not enrolled and the mesh has not spoken: nothing to reconcile (mesh-host genesis BUNDLE enrols it)', [], 'state');
+  const bundlePath = join(host.kept.stateDir, CARRIED_BUNDLE);
+  if (!existsSync(bundlePath)) throw refused(`genesis applied ${consumed}, but the carried bundle ${bundlePath} is gone; nothing was touched`, [], 'state');
+  const { received } = await openBundle(readFileSync(bundlePath), bundlePath);
+  if (received.digest !== consumed) {
+    throw refused(`the carried bundle's declaration is ${received.digest}, but genesis applied ${consumed}: only what genesis applied is reconciled; nothing was touched`, [], 'state');
+  }
+  return { received, said: [], mayChangeMode: false };
+}

@@ -1,0 +1,61 @@
+import { openStore } from '../apply/open.js';
+import type { HostEnv } from '../apply/apply.js';
+import { onDemandArchiveObjects, type ArchiveLink, type ArchiveObjectsProvider } from '../archive/objects.js';
+import { linkAuthOf } from '../config/link-auth.js';
+import { hostInboxPrefix } from '../link/wire.js';
+import { loadConfig, type HostConfig } from '../config/config.js';
+import { acquireLock } from '../store/lock.js';
+import { ensureStateDir, type Store } from '../store/store.js';
+import type { Logger } from '../system/log.js';
+import { hostEnvironment, serviceManagerOnce, type HostDeps } from './environment.js';
+import { KeptDeclaration } from './kept.js';
+import type { HostPaths } from './paths.js';
+
+/** A host opened under its lock: what a command acts on. */
+export interface OpenHost {
+  paths: HostPaths;
+  config: HostConfig;
+  store: Store;
+  env: HostEnv;
+  kept: KeptDeclaration;
+  /** The link an archive of this command is fetched over (genesis points it at the bundle's). */
+  archiveLink: ArchiveLink;
+  /** The archive store over archiveLink, connected on first need; env.archiveObjects is it when there are servers. */
+  archiveStore: ArchiveObjectsProvider;
+}
+
+/**
+ * Takes the lock, opens the store (cleaning leftovers and counting the outbox under the lock) and runs
+ * fn against it; the lock is released however fn ends.
+ */
+export async function withLockedStore<T>(stateDir: string, log: Logger, lock: { command: string; timeoutMs: number }, fn: (store: Store) => Promise<T>): Promise<T> {
+  const held = await acquireLock(stateDir, lock);
+  try {
+    return await fn(openStore(stateDir, log));
+  } finally {
+    held.release();
+  }
+}
+
+/** A command's host: the configuration read, the state directory made, the store opened under the lock. */
+export async function openHost<T>(paths: HostPaths, deps: HostDeps, command: string, run: (host: OpenHost) => Promise<T>): Promise<T> {
+  const { config } = loadConfig(paths.configPath);
+  ensureStateDir(paths.stateDir);
+  const archiveLink: ArchiveLink = { settings: { servers: config.servers, ...linkAuthOf(config), inboxPrefix: hostInboxPrefix(config.node) } };
+  const archives = onDemandArchiveObjects(archiveLink, deps.log);
+  try {
+    return await withLockedStore(paths.stateDir, deps.log, { command: `mesh-host ${command}`, timeoutMs: config.lockTimeoutMs }, async (store) => {
+      const env = hostEnvironment({
+        paths,
+        config,
+        store,
+        deps,
+        serviceManager: serviceManagerOnce(deps.runner, config),
+        ...(config.servers.length > 0 ? { archiveObjects: archives.provider } : {}),
+      });
+      return run({ paths, config, store, env, kept: new KeptDeclaration(paths.stateDir), archiveLink, archiveStore: archives.provider });
+    });
+  } finally {
+    await archives.close();
+  }
+}
