@@ -121,22 +121,24 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
   it('the reconcile timer repairs drift and reports it, keeps quiet when nothing changed, refuses a kept declaration changed on disk', async () => {
     const h = await host({ config: { reconcileIntervalMs: 400 } });
     await h.put({ epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }] });
-    await h.waitForReports(2);
+    // A reconcile may speak first (the links it reports are new to the mesh): wait for the delivery itself.
+    const delivered = await h.waitForReport('of the delivery', (r) => r.trigger === 'delivery' && r.declaration?.sequence === 2);
     rmSync(join(h.root, 'srv/app'), { recursive: true });
-    const repaired = await h.waitForReports(3);
-    expect(repaired[2]).toMatchObject({ trigger: 'reconcile', outcome: 'converged', steps: [{ resource: 'app', status: 'done' }] });
+    const repaired = await h.waitForReport('of a repair', (r) => r.sequence > delivered.sequence && r.trigger === 'reconcile' && r.steps.some((s) => s.status === 'done'));
+    expect(repaired).toMatchObject({ trigger: 'reconcile', outcome: 'converged', steps: [{ resource: 'app', status: 'done' }] });
     expect(existsSync(join(h.root, 'srv/app'))).toBe(true);
-    // Several quiet ticks: nothing to say, no report, no sequence spent.
-    await wait(1500);
-    expect((await h.reports()).length).toBe(3);
+    // Several quiet ticks after the repair: nothing to say, no report, no sequence spent.
+    const reconciles = (h.log().match(/"trigger":"reconcile"[^\n]*"msg":"apply converged"/g) ?? []).length;
+    await h.waitForLog('three more reconciles', /"trigger":"reconcile"[^\n]*"msg":"apply converged"/, reconciles + 3);
+    expect((await h.reports()).length).toBe(repaired.sequence);
     const kept = JSON.parse(readFileSync(join(h.state, 'declared.json'), 'utf8'));
     kept.payload = Buffer.from(JSON.stringify({ version: 1, node: h.node, mode: 'converged', epoch: 1, sequence: 2, resources: [] })).toString('base64');
     // Swapped in whole (a write in place could be read half-done by the next tick, and refused for that).
     const { writeFileSync, renameSync } = await import('node:fs');
     writeFileSync(join(h.state, 'declared.json.new'), JSON.stringify(kept));
     renameSync(join(h.state, 'declared.json.new'), join(h.state, 'declared.json'));
-    const refused = await h.waitForReports(4);
-    expect(refused[3]).toMatchObject({ trigger: 'reconcile', outcome: 'refused', error: { message: expect.stringMatching(/the kept declaration: signature refused/) } });
+    const refused = await h.waitForReport('of the refused kept declaration', (r) => r.sequence > repaired.sequence);
+    expect(refused).toMatchObject({ trigger: 'reconcile', outcome: 'refused', error: { message: expect.stringMatching(/the kept declaration: signature refused/) } });
     expect(existsSync(join(h.root, 'srv/app'))).toBe(true);
   });
 

@@ -28,6 +28,10 @@ export interface HostFixture {
   put(declaration: object, options?: { seed?: string; node?: string }): Promise<number>;
   reports(): Promise<Report[]>;
   waitForReports(count: number, timeoutMs?: number): Promise<Report[]>;
+  /** Waits for the first report that matches; the timeout names what was awaited. */
+  waitForReport(what: string, match: (report: Report) => boolean, timeoutMs?: number): Promise<Report>;
+  /** Waits until the host's log holds at least `count` lines matching. */
+  waitForLog(what: string, pattern: RegExp, count?: number, timeoutMs?: number): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -126,6 +130,23 @@ export async function enrolledHost(servers: string[], options: { resources?: Res
         if (got.length >= count) return got;
         if (Date.now() - started > timeoutMs) throw new Error(`${got.length} of ${count} reports after ${timeoutMs} ms:\n${log.slice(-3000)}`);
         await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async waitForReport(what, match, timeoutMs = 20_000) {
+      const started = Date.now();
+      for (;;) {
+        const found = (await fixture.reports().catch(() => [])).find(match);
+        if (found) return found;
+        if (Date.now() - started > timeoutMs) throw new Error(`no report ${what} after ${timeoutMs} ms:\n${log.slice(-3000)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async waitForLog(what, pattern, count = 1, timeoutMs = 20_000) {
+      const started = Date.now();
+      const flags = pattern.flags.includes('g') ? pattern.flags : `${pattern.flags}g`;
+      while ((log.match(new RegExp(pattern.source, flags)) ?? []).length < count) {
+        if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what} in the host's log:\n${log.slice(-3000)}`);
+        await new Promise((r) => setTimeout(r, 50));
       }
     },
     async cleanup() {
