@@ -15,9 +15,13 @@ export interface Delivery extends Mark {
   payload?: unknown;
 }
 
-/** The kept declaration (declared.json) as the machine knows it: its order, and the key's revision it was. */
-export interface KeptMark extends Mark {
-  revision?: number;
+/** The kept declaration (declared.json) as the machine knows it: its order. */
+export type KeptMark = Mark;
+
+/** A value of the node's key: which revision, holding what. */
+export interface KeyValue {
+  revision: number;
+  digest: string;
 }
 
 /** The one pending slot: a delivery, or a reconcile of the kept declaration. */
@@ -46,6 +50,8 @@ export interface LoadedStore {
   applied?: Mark;
   /** The kept declaration, when there is one and it opens. */
   kept?: KeptMark;
+  /** The value of the node's key this host last took (kept, or applied by genesis), as its hint says. */
+  keyValue?: KeyValue;
 }
 
 /** What the host was started with. */
@@ -60,6 +66,8 @@ export interface LifecycleContext {
   /** The newest declaration applied, and the newest kept: deliveries are ordered against them and the queue. */
   applied?: Mark;
   kept?: KeptMark;
+  /** The value of the node's key this host last took: read again, it is not a new delivery. */
+  keyValue?: KeyValue;
   ending?: Ending;
   /** Reports waiting, in sequence order, each once. */
   outbox: ReportRef[];
@@ -184,9 +192,9 @@ export const lifecycleMachine = setup({
     moving: ({ context }) => context.ending === 'move',
     /** The value of the key this host kept and applied, read again (after a restart or a move): not a new delivery. */
     alreadyKeptAndApplied: ({ context }, params: { delivery: Delivery }) => {
-      const { kept, applied } = context;
+      const { keyValue, applied } = context;
       const d = params.delivery;
-      return d.revision !== undefined && kept?.revision === d.revision && kept.digest === d.digest && applied?.digest === d.digest;
+      return d.revision !== undefined && keyValue?.revision === d.revision && keyValue.digest === d.digest && applied?.digest === d.digest;
     },
     outOfOrder: ({ context }, params: { delivery: Delivery }) => deliveryRefusal(context, params.delivery) !== undefined,
   },
@@ -197,7 +205,10 @@ export const lifecycleMachine = setup({
     reportRefusal: (_, _params: { delivery: Delivery; reason: string }) => {},
     /** Effect: said that the value read is the one kept and applied. */
     sayAlreadyKept: (_, _params: { delivery: Delivery }) => {},
-    keep: assign({ kept: (_, params: { delivery: Delivery }) => ({ ...markOf(params.delivery), ...(params.delivery.revision === undefined ? {} : { revision: params.delivery.revision }) }) }),
+    keep: assign(({ context }, params: { delivery: Delivery }) => {
+      const { revision, digest } = params.delivery;
+      return { kept: markOf(params.delivery), keyValue: revision === undefined ? context.keyValue : { revision, digest } };
+    }),
     /** Newest wins: an accepted delivery is never older than what is pending, so it takes the slot. */
     enqueueDelivery: assign({ pending: (_, params: { delivery: Delivery }) => ({ kind: 'delivery' as const, delivery: params.delivery }) }),
     /** A tick never displaces a pending delivery: it asks for the kept declaration only when nothing waits. */
@@ -218,9 +229,9 @@ export const lifecycleMachine = setup({
     requestMove: assign({ ending: ({ context }) => context.ending ?? ('move' as const) }),
     raiseEnd: raise({ type: 'END_REQUESTED' as const }),
     loaded: assign((_, params: { loaded: LoadedStore }) => {
-      const { mode, outbox, applied, kept } = params.loaded;
+      const { mode, outbox, applied, kept, keyValue } = params.loaded;
       // What the outbox holds on disk is what waits: the acknowledged mark starts again below it.
-      return { mode, outbox, applied, kept, sentThrough: 0 };
+      return { mode, outbox, applied, kept, keyValue, sentThrough: 0 };
     }),
     failedToStart: assign({ failure: (_, params: { error: unknown }) => String(params.error) }),
     bundleTried: assign({ bundle: () => undefined }),

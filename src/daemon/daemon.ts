@@ -105,12 +105,14 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
         return store.run('start', async (s) => {
           const { mode, lastApplied, genesisDigest } = s.state;
           const keptMark = await kept.mark(config);
+          const keyValue = kept.revision();
           return {
             enrolled: genesisDigest !== undefined || kept.exists(),
             outbox: waitingReports(outbox),
             ...(mode ? { mode } : {}),
             ...(lastApplied ? { applied: markOf(lastApplied) } : {}),
             ...(keptMark ? { kept: keptMark } : {}),
+            ...(keyValue ? { keyValue } : {}),
           };
         });
       }),

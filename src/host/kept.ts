@@ -8,13 +8,11 @@ import { writeDurably } from '../store/durable.js';
 import { refused } from '../system/errors.js';
 import { CARRIED_BUNDLE, KEPT_DECLARATION, KEPT_REVISION } from './paths.js';
 
-/** What a kept declaration is, for ordering: the value of the node's key it was, and its order. */
+/** What a kept declaration is, for ordering: its (epoch, sequence) and digest. */
 export interface KeptMark {
   epoch?: number;
   sequence: number;
   digest: string;
-  /** The key's revision it was delivered as, when the hint beside it says so. */
-  revision?: number;
 }
 
 /**
@@ -72,18 +70,12 @@ export class KeptDeclaration {
     return receiveDeclaration(this.read(), { source: 'the kept declaration', pinnedKey: config.publicKey, node: config.node, requireSignature: true });
   }
 
-  /** Its order and the key's revision it was, or nothing when none is kept or it no longer opens. */
+  /** Its order, or nothing when none is kept or it no longer opens. */
   async mark(config: Pick<HostConfig, 'publicKey' | 'node'>): Promise<KeptMark | undefined> {
     if (!this.exists()) return undefined;
     try {
       const { declaration, digest } = await this.receive(config);
-      const hint = this.revision();
-      return {
-        ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }),
-        sequence: declaration.sequence,
-        digest,
-        ...(hint?.digest === digest ? { revision: hint.revision } : {}),
-      };
+      return { ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest };
     } catch {
       // Refused again by the reconcile, and said there; for ordering, nothing is kept.
       return undefined;

@@ -35,21 +35,23 @@ function eventsFor(s: Snap): AnyEvent[] {
   if (resting || !s.matches('serving')) events.push({ type: 'LINK_UP' }, { type: 'LINK_DOWN' });
   const next = newest(s) + 1;
   const kept = s.context.kept;
-  const revision = (kept?.revision ?? 0) + 1;
+  const keyValue = s.context.keyValue;
+  const revision = (keyValue?.revision ?? 0) + 1;
   // A newer delivery; and the races of a link: an older one, one equal in order with another digest,
   // the kept value read again (same revision), the same bytes put again (a new revision).
   if (next <= MAX_SEQUENCE) events.push({ type: 'DELIVERY', delivery: { sequence: next, digest: `sha256:${next}`, revision } });
   if (kept) {
     events.push({ type: 'DELIVERY', delivery: { sequence: kept.sequence, digest: `${kept.digest}other`, revision } });
-    events.push({ type: 'DELIVERY', delivery: { sequence: kept.sequence, digest: kept.digest, revision: kept.revision } });
+    if (keyValue) events.push({ type: 'DELIVERY', delivery: { sequence: kept.sequence, digest: keyValue.digest, revision: keyValue.revision } });
     events.push({ type: 'DELIVERY', delivery: { sequence: kept.sequence, digest: kept.digest, revision } });
     if (kept.sequence > 1) events.push({ type: 'DELIVERY', delivery: { sequence: kept.sequence - 1, digest: `sha256:${kept.sequence - 1}`, revision } });
   }
   if (s.context.outbox.length < 2) events.push({ type: 'REPORT_MADE', report: { sequence: nextReport(s) } });
   const running = children(s);
   if (running.includes('loadStore')) {
-    const { applied, kept: keptMark } = s.context;
-    for (const enrolled of [true, false]) for (const mode of ['adopted', 'converged'] as const) events.push({ type: 'xstate.done.actor.loadStore', output: { enrolled, mode, outbox: [], ...(applied ? { applied } : {}), ...(keptMark ? { kept: keptMark } : {}) } });
+    const { applied, kept: keptMark, keyValue: value } = s.context;
+    const known = { ...(applied ? { applied } : {}), ...(keptMark ? { kept: keptMark } : {}), ...(value ? { keyValue: value } : {}) };
+    for (const enrolled of [true, false]) for (const mode of ['adopted', 'converged'] as const) events.push({ type: 'xstate.done.actor.loadStore', output: { enrolled, mode, outbox: [], ...known } });
     events.push({ type: 'xstate.error.actor.loadStore', error: 'unreadable' });
   }
   if (running.includes('genesis')) events.push({ type: 'xstate.done.actor.genesis' }, { type: 'xstate.error.actor.genesis', error: 'refused' });

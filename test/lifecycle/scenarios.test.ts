@@ -190,7 +190,7 @@ describe.each([
     h.start();
     await h.settle();
     const mark = { ...newer, digest: 'sha256:kept' };
-    h.loadStore!.resolve({ enrolled: true, mode: 'adopted', outbox: [], applied: mark, kept: { ...mark, revision: 7 } });
+    h.loadStore!.resolve({ enrolled: true, mode: 'adopted', outbox: [], applied: mark, kept: mark, keyValue: { revision: 7, digest: 'sha256:kept' } });
     await h.settle();
     await step(h, () => send(h, older));
     expect(h.refused).toMatchObject([older]);
@@ -202,6 +202,45 @@ describe.each([
     // The same bytes put again (a new revision): the mesh said it again, and it is applied again.
     await step(h, () => h.deliver(newer.sequence, { ...(newer.epoch === undefined ? {} : { epoch: newer.epoch }), digest: 'sha256:kept', revision: 8 }));
     expect(applying(h)).toMatchObject({ kind: 'delivery', delivery: { ...newer, digest: 'sha256:kept' } });
+  });
+});
+
+describe('genesis and the key', () => {
+  it('the value the control side put with the bundle, read after genesis, is not a new delivery', async () => {
+    const h = new Harness();
+    harnesses.push(h);
+    h.start();
+    await h.settle();
+    // Genesis applied (sequence 1) and noted the key's revision its declaration is in; nothing is kept yet.
+    h.loadStore!.resolve({ enrolled: true, mode: 'converged', outbox: [], applied: { sequence: 1, digest: 'sha256:1' }, keyValue: { revision: 3, digest: 'sha256:1' } });
+    await h.settle();
+    await step(h, () => h.deliver(1, { revision: 3 }));
+    expect(h.apply).toBeUndefined();
+    expect(h.kept).toBeUndefined();
+    expect(h.refused).toEqual([]);
+    // The first send after it, numbered after it, is kept and applied.
+    await step(h, () => h.deliver(2, { revision: 4 }));
+    expect(applying(h)).toMatchObject({ kind: 'delivery', delivery: { sequence: 2 } });
+  });
+
+  it('started with a bundle, an unenrolled host enrols itself once, then starts again; a refused bundle is not tried again', async () => {
+    const h = new Harness({ input: { bundle: 'bundle.json' } });
+    harnesses.push(h);
+    h.start();
+    await h.settle();
+    h.loadStore!.resolve({ enrolled: false, outbox: [] });
+    await h.settle();
+    expect(h.snapshot().value).toBe('genesis');
+    expect(h.genesis?.input).toEqual({ bundle: 'bundle.json' });
+    await step(h, () => h.genesis!.reject(new Error('refused')));
+    expect(h.snapshot().value).toBe('unenrolled');
+    // Looking again a few seconds later: still unenrolled, and the refused bundle is not tried again.
+    h.genesis = undefined;
+    await step(h, () => h.clock.increment(5_000));
+    h.loadStore!.resolve({ enrolled: false, outbox: [] });
+    await h.settle();
+    expect(h.snapshot().value).toBe('unenrolled');
+    expect(h.genesis).toBeUndefined();
   });
 });
 
