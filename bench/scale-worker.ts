@@ -11,6 +11,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { LinkSession } from '../src/link/session.js';
+import { systemClock } from '../src/system/clock.js';
 import { Outbox, REPORT_HEADROOM } from '../src/report/outbox.js';
 import { receiveDeclaration } from '../src/declaration/load.js';
 import type { Report } from '../src/report/report.js';
@@ -33,7 +34,7 @@ for (let i = Number(first); i < Number(first) + hosts; i++) {
   let chain: Promise<void> = Promise.resolve();
   let wasUp = false;
   const session: LinkSession = new LinkSession(
-    { settings: { servers: servers.split(','), name: `sim ${node}` }, node, log: quiet, heartbeatMs: 30_000, rereadMs: 60_000 },
+    { settings: { servers: servers.split(','), name: `sim ${node}` }, node, log: quiet, clock: systemClock, heartbeatMs: 30_000, rereadMs: 60_000 },
     {
       onDeclaration: ({ bytes, revision }) => {
         chain = chain.then(async () => {
