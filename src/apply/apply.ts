@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { Received } from '../declaration/load.js';
+import type { Mode } from '../declaration/schema.js';
 import type { Accounts } from '../resources/accounts.js';
 import { applyPlan, planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
 import { RootedFs } from '../resources/rooted-fs.js';
