@@ -25,7 +25,8 @@ export interface KeyValue {
 }
 
 /** The one pending slot: a delivery, or a reconcile of the kept declaration. */
-export type Pending = { kind: 'delivery'; delivery: Delivery } | { kind: 'reconcile' };
+/** A reconcile asked for by a watcher carries what it found, to be said in the report. */
+export type Pending = { kind: 'delivery'; delivery: Delivery } | { kind: 'reconcile'; found?: string[] };
 
 /** A report made (by the worker, a refusal, or a command run by hand), waiting in the outbox. */
 export interface ReportRef {
@@ -85,6 +86,8 @@ export interface LifecycleContext {
 export type LifecycleEvent =
   | { type: 'DELIVERY'; delivery: Delivery }
   | { type: 'RECONCILE_TICK' }
+  /** A watcher saw a unit leave running or an owned path change, between applies. */
+  | { type: 'DRIFT_FOUND'; found: string[] }
   | { type: 'LINK_UP' }
   | { type: 'LINK_DOWN' }
   | { type: 'STOP' }
@@ -166,6 +169,12 @@ export const lifecycleMachine = setup({
     reconcileTimer: fromCallback(() => () => {}),
     /** Watches the outbox and sends REPORT_MADE for a report made outside this host's worker. */
     outboxWatch: fromCallback(() => () => {}),
+    /**
+     * Watches the units and the footprint while no apply runs, and sends DRIFT_FOUND. It only enqueues: it
+     * lives in the idle worker, so it is stopped when an apply starts and looks afresh when it ends (the
+     * host's own writes are never news).
+     */
+    watchers: fromCallback(() => () => {}),
     /** Applies one pending declaration once and makes one report (or none, for a silent reconcile). */
     applyWorker: fromPromise<WorkerOutput, Pending>(async () => {
       throw new Error('applyWorker is provided by the host');
@@ -213,6 +222,14 @@ export const lifecycleMachine = setup({
     enqueueDelivery: assign({ pending: (_, params: { delivery: Delivery }) => ({ kind: 'delivery' as const, delivery: params.delivery }) }),
     /** A tick never displaces a pending delivery: it asks for the kept declaration only when nothing waits. */
     enqueueReconcile: assign({ pending: ({ context }) => context.pending ?? { kind: 'reconcile' as const } }),
+    /** What a watcher found joins a pending reconcile (or asks for one); a pending delivery converges it anyway. */
+    enqueueFound: assign({
+      pending: ({ context }, params: { found: string[] }) => {
+        const held = context.pending;
+        if (held?.kind === 'delivery') return held;
+        return { kind: 'reconcile' as const, found: [...(held?.found ?? []), ...params.found.filter((f) => !held?.found?.includes(f))] };
+      },
+    }),
     takePending: assign({ inFlight: ({ context }) => context.pending, pending: () => undefined }),
     finishApply: assign(({ context }, params: { output: WorkerOutput }) => ({
       inFlight: undefined,
@@ -316,6 +333,7 @@ export const lifecycleMachine = setup({
           },
         ],
         RECONCILE_TICK: { actions: 'enqueueReconcile' },
+        DRIFT_FOUND: { actions: { type: 'enqueueFound', params: ({ event }) => ({ found: event.found }) } },
         REPORT_MADE: { actions: { type: 'queueReport', params: ({ event }) => ({ report: event.report }) } },
       },
       states: {
@@ -344,6 +362,8 @@ export const lifecycleMachine = setup({
           initial: 'idle',
           states: {
             idle: {
+              // Between applies only: an apply's own writes never reach a watcher.
+              invoke: { id: 'watchers', src: 'watchers' },
               always: [
                 { guard: 'ending', target: '#host.quiescing' },
                 { guard: 'hasPending', target: 'applying', actions: 'takePending' },

@@ -24,6 +24,11 @@ import { LockedStore } from './locked-store.js';
 import { watchOutbox } from './outbox-watch.js';
 import { heartbeatOf, statusOf } from './status.js';
 import { applyPending, waitingReports } from './worker.js';
+import { startWatching } from './watching.js';
+import { startDaemonMetrics } from '../metrics/daemon-metrics.js';
+import { STATE_FILE } from '../store/store.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** An unenrolled daemon given a bundle enrols itself with it. */
 export interface GenesisOrder {
@@ -63,6 +68,31 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
   const links = cachedLinks(runner, clock);
   const startedAt = clock.monotonic();
   const archiveObjects = connectionArchiveObjects(() => link.connection, () => (config.servers.length === 0 ? 'no servers are configured' : 'the link is not connected'));
+  let linkUp = false;
+  const metrics = await startDaemonMetrics(config, {
+    outboxWaiting: () => outbox.pending().length,
+    lastReport: () => lastReport(),
+    refusals: () => savedState()?.refusals ?? {},
+    linkUp: () => linkUp,
+    now: () => clock.now().getTime(),
+  }, log);
+  /** The store as saved (read without the lock: it is saved whole), for the metrics. */
+  const savedState = (): { refusals?: Record<string, number>; reportSequence?: number; lastOutcome?: { at: string; reportSequence?: number } } | undefined => {
+    try {
+      return JSON.parse(readFileSync(join(paths.stateDir, STATE_FILE), 'utf8')) as ReturnType<typeof savedState>;
+    } catch {
+      return undefined;
+    }
+  };
+  /** The last report made: its sequence as saved, and when the outcome that made it was (an outcome that spent no sequence does not count). */
+  let lastReportSeen: { sequence: number; at: string } | null = null;
+  const lastReport = () => {
+    const s = savedState();
+    const sequence = s?.reportSequence ?? 0;
+    if (sequence === 0) return null;
+    if (lastReportSeen?.sequence !== sequence) lastReportSeen = { sequence, at: s?.lastOutcome?.at ?? clock.now().toISOString() };
+    return lastReportSeen;
+  };
   const env = (s: Store) => hostEnvironment({ paths, config, store: s, deps: options, serviceManager, outbox, archiveObjects, facts: async () => ({ links: await links() }) });
 
   /** A refusal made outside the worker: reported under the lock, and every report then waiting handed to the machine. */
@@ -72,6 +102,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
       return waitingReports(outbox);
     });
     for (const report of waiting) actor.send({ type: 'REPORT_MADE', report });
+    await metrics.written();
   }
 
   const intake = new DeliveryIntake({
@@ -130,8 +161,14 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
       link: fromCallback(({ sendBack }) =>
         link.open(config, {
           onDeclaration: (value) => intake.take(value),
-          onUp: () => sendBack({ type: 'LINK_UP' }),
-          onDown: () => sendBack({ type: 'LINK_DOWN' }),
+          onUp: () => {
+            linkUp = true;
+            sendBack({ type: 'LINK_UP' });
+          },
+          onDown: () => {
+            linkUp = false;
+            sendBack({ type: 'LINK_DOWN' });
+          },
           status: async () => status(),
           inventory: async () => takeInventory({ runner }),
           heartbeat: () => heartbeatOf(status(), clock.monotonic() - startedAt),
@@ -146,12 +183,38 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
         return () => cancel();
       }),
       outboxWatch: fromCallback(({ sendBack }) => watchOutbox(paths.stateDir, outbox, clock, log, (report) => sendBack({ type: 'REPORT_MADE', report }))),
-      applyWorker: fromPromise<WorkerOutput, Pending>(({ input }) =>
-        store.run('apply', (s) => applyPending({ config: () => config, kept, outbox, env }, s, input)).catch((err: Error) => {
-          log.error({ err, pending: input.kind }, 'the apply could not run');
-          throw err;
+      watchers: fromCallback(({ sendBack }) =>
+        startWatching({
+          stateDir: paths.stateDir,
+          root: paths.root,
+          config: () => config,
+          kept,
+          serviceManager: () => serviceManager(),
+          log,
+          onFound: (found) => {
+            for (const kind of ['unit', 'drift'] as const) {
+              const n = found.filter((f) => f.kind === kind).length;
+              if (n > 0) metrics.driftFound(kind === 'unit' ? 'unit' : 'path', n);
+            }
+            sendBack({ type: 'DRIFT_FOUND', found: found.map((f) => f.message) });
+          },
         }),
       ),
+      applyWorker: fromPromise<WorkerOutput, Pending>(async ({ input }) => {
+        const started = clock.monotonic();
+        const output = await store
+          .run('apply', async (s) => {
+            const out = await applyPending({ config: () => config, kept, outbox, env }, s, input);
+            metrics.applied(input.kind, s.state.lastOutcome?.outcome ?? 'converged', (clock.monotonic() - started) / 1000);
+            return out;
+          })
+          .catch((err: Error) => {
+            log.error({ err, pending: input.kind }, 'the apply could not run');
+            throw err;
+          });
+        await metrics.written();
+        return output;
+      }),
       reportSender: fromPromise<void, ReportRef>(async ({ input }) => {
         // Fitted under the server's limit (less room for the subject and headers); gone means folded into
         // a later one, or acknowledged already.
@@ -187,6 +250,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
   log.info({ node: config.node, servers: config.servers }, 'mesh-host run: started');
   const output = (await toPromise(actor)) as { ending?: string; failure?: string; abandoned?: boolean };
   settingsWatch.close();
+  await metrics.close();
   for (const s of signals) process.off(s, onSignal);
   if (output.failure) log.fatal({ failure: output.failure }, 'the host could not start');
   if (output.abandoned) log.warn('the apply in flight outlasted the grace and was left; the host stopped instead of standing aside or moving');

@@ -52,7 +52,8 @@ export async function applyPending(deps: WorkerDeps, store: Store, pending: Pend
       return outputOf(store, deps.outbox);
     }
   }
-  const result = await applyDeclaration(env, { received, origin: 'mesh', trigger, dryRun: false, mayChangeMode, said });
+  const found = pending.kind === 'reconcile' ? pending.found : undefined;
+  const result = await applyDeclaration(env, { received, origin: 'mesh', trigger, dryRun: false, mayChangeMode, said, ...(found?.length ? { found } : {}) });
   if (result.kind === 'refused') {
     const { declaration, digest } = received;
     reportRefusal(env, {

@@ -28,7 +28,7 @@ const active = (s: Snap, id: string) => (s as unknown as { _nodes: Array<{ id: s
 /** The events a host can meet in a state: outside ones everywhere (the races), actor results where that actor runs. */
 function eventsFor(s: Snap): AnyEvent[] {
   if (s.status === 'done') return [];
-  const events: AnyEvent[] = [{ type: 'RECONCILE_TICK' }, { type: 'STOP' }, { type: 'STAND_ASIDE' }, { type: 'MOVE' }, { type: 'RESUME' }];
+  const events: AnyEvent[] = [{ type: 'RECONCILE_TICK' }, { type: 'DRIFT_FOUND', found: ['drift: /etc/x content changed'] }, { type: 'STOP' }, { type: 'STAND_ASIDE' }, { type: 'MOVE' }, { type: 'RESUME' }];
   // The link region decides nothing the others read: it is walked from a resting host only, which
   // keeps the walk from doubling every state by it.
   const resting = s.matches({ serving: { worker: 'idle' } }) && s.context.pending === undefined && s.context.outbox.length === 0 && s.context.ending === undefined;

@@ -39,6 +39,20 @@ describe('named interleavings', () => {
     expect(h.appliedSequences).toEqual([1, 1]);
   });
 
+  it("a watcher's finding asks for a reconcile carrying it; findings gather; a pending delivery is never displaced", async () => {
+    const h = await serving();
+    await step(h, () => h.deliver(1));
+    await step(h, () => h.actor.send({ type: 'DRIFT_FOUND', found: ['fail2ban.service was failed'] }));
+    await step(h, () => h.actor.send({ type: 'DRIFT_FOUND', found: ['drift: /etc/x content changed', 'fail2ban.service was failed'] }));
+    expect(h.snapshot().context.pending).toEqual({ kind: 'reconcile', found: ['fail2ban.service was failed', 'drift: /etc/x content changed'] });
+    await step(h, () => h.deliver(2));
+    await step(h, () => h.actor.send({ type: 'DRIFT_FOUND', found: ['drift: /etc/y removed'] }));
+    expect(h.snapshot().context.pending).toMatchObject({ kind: 'delivery', delivery: { sequence: 2 } });
+    await step(h, () => h.finishApply());
+    await step(h, () => h.finishApply());
+    expect(h.appliedSequences).toEqual([1, 2]);
+  });
+
   it('a delivery while a reconcile applies: the delivery is applied next', async () => {
     const h = await serving();
     await step(h, () => h.actor.send({ type: 'RECONCILE_TICK' }));

@@ -1,6 +1,30 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { enrolledHost, type HostFixture } from '../support/daemon.js';
+import { freePort, NatsServer, natsUnavailable } from '../support/nats.js';
+import { newOperatorKey } from '../../src/declaration/envelope.js';
 import { parseLoopbackListen } from '../../src/metrics/export.js';
-import { HostMetrics } from '../../src/metrics/metrics.js';
+
+const unavailable = natsUnavailable();
+
+/** `name{labels} value` lines of the text format, by name and labels as written. */
+function samples(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const at = line.lastIndexOf(' ');
+    out.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return out;
+}
+const value = (s: Map<string, number>, name: string, labels: Record<string, string> = {}) => {
+  for (const [key, v] of s) {
+    if (!key.startsWith(`${name}{`) && key !== name) continue;
+    if (Object.entries(labels).every(([k, l]) => key.includes(`${k}="${l}"`))) return v;
+  }
+  return undefined;
+};
 
 describe('metricsListen is loopback only', () => {
   it('takes 127.0.0.0/8, ::1 and localhost; refuses anything else, naming it', () => {
@@ -13,24 +37,73 @@ describe('metricsListen is loopback only', () => {
   });
 });
 
-describe('the host metrics, rendered', () => {
-  it('counts told, states read from their sources at each render', async () => {
-    let waiting = 2;
-    const metrics = await HostMetrics.create({ outboxWaiting: () => waiting, lastReport: () => ({ sequence: 7, at: '2026-12-01T12:00:00.000Z' }), refusals: () => ({ stale: 2, forged: 1 }), linkUp: () => false, now: () => Date.parse('2026-12-01T12:00:10.000Z') }, { node: 'web-1' });
-    metrics.applied('delivery', 'converged', 0.2);
-    metrics.applied('reconcile', 'failed', 1.5);
-    metrics.driftFound('path', 3);
-    let text = await metrics.render();
-    expect(text).toContain('mesh_host_applies_total{trigger="delivery",outcome="converged",node="web-1"} 1');
-    expect(text).toContain('mesh_host_applies_total{trigger="reconcile",outcome="failed",node="web-1"} 1');
-    expect(text).toContain('mesh_host_refusals{kind="stale",node="web-1"} 2');
-    expect(text).toContain('mesh_host_drift_found_total{kind="path",node="web-1"} 3');
-    expect(text).toContain('mesh_host_outbox_reports{node="web-1"} 2');
-    expect(text).toContain('mesh_host_last_report_sequence{node="web-1"} 7');
-    expect(text).toContain('mesh_host_last_report_age_seconds{node="web-1"} 10');
-    expect(text).toContain('mesh_host_link_up{node="web-1"} 0');
-    waiting = 0;
-    text = await metrics.render();
-    expect(text).toContain('mesh_host_outbox_reports{node="web-1"} 0');
+describe.skipIf(unavailable !== undefined && !process.env.CI)(`metrics of a real daemon, against a real nats-server${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
+  let server: NatsServer;
+  let h: HostFixture;
+  beforeAll(async () => {
+    server = await NatsServer.start();
   });
+  afterAll(async () => {
+    await h?.cleanup();
+    await server?.stop();
+  });
+
+  it('scraped over HTTP and read from the textfile, with values that match the reports', async () => {
+    const port = await freePort();
+    h = await enrolledHost([server.url], { config: { metricsListen: `127.0.0.1:${port}` } });
+    const file = join(h.dir, 'textfile', 'mesh-host.prom');
+    writeFileSync(h.config, JSON.stringify({ ...JSON.parse(readFileSync(h.config, 'utf8')), metricsFile: file }));
+    await h.start();
+    await h.put({ epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'file', id: 'conf', path: '/srv/app/app.conf', content: 'x=1\n' }] });
+    const until = async (count: number) => {
+      for (const started = Date.now(); ; await new Promise((r) => setTimeout(r, 100))) {
+        const got = await h.reports().catch(() => []);
+        if (got.some((r) => r.declaration?.sequence === 2) && got.length >= count) return got;
+        if (Date.now() - started > 30_000) throw new Error(`reports: ${JSON.stringify(got.map((r) => [r.trigger, r.outcome]))}`);
+      }
+    };
+    const before = (await until(0)).length;
+    await h.put({ epoch: 1, sequence: 3, resources: [] }, { seed: (await newOperatorKey()).seed });
+    const reports = await until(before + 1);
+    expect(reports.at(-1)).toMatchObject({ trigger: 'delivery', outcome: 'refused' });
+    const last = reports.at(-1)!.sequence;
+    const deliveriesConverged = reports.filter((r) => r.trigger === 'delivery' && r.outcome === 'converged').length;
+
+    // Over HTTP: once the last report is acknowledged the outbox is empty.
+    let scraped: Map<string, number>;
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      scraped = samples(await res.text());
+      if (value(scraped, 'mesh_host_outbox_reports') === 0 && value(scraped, 'mesh_host_last_report_sequence') === last) break;
+      if (Date.now() > deadline) throw new Error(`the scrape never showed the last report acknowledged: ${JSON.stringify([...scraped])}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(value(scraped, 'mesh_host_applies_total', { trigger: 'delivery', outcome: 'converged' })).toBe(deliveriesConverged);
+    expect(value(scraped, 'mesh_host_refusals', { kind: 'forged' })).toBe(1);
+    expect(value(scraped, 'mesh_host_link_up')).toBe(1);
+    expect(value(scraped, 'mesh_host_apply_duration_seconds_count', { trigger: 'delivery' })).toBe(deliveriesConverged);
+    expect(value(scraped, 'mesh_host_last_report_timestamp_seconds')).toBeCloseTo(Date.parse(reports.at(-1)!.finishedAt) / 1000, 0);
+    expect(value(scraped, 'mesh_host_last_report_age_seconds')).toBeGreaterThanOrEqual(0);
+    expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);
+
+    // The textfile: written whole after every apply and refusal, the same names, the node as a label.
+    await new Promise<void>((resolve, reject) => {
+      const until = Date.now() + 20_000;
+      const look = () => (existsSync(file) && value(samples(readFileSync(file, 'utf8')), 'mesh_host_last_report_sequence') === last ? resolve() : Date.now() > until ? reject(new Error('the textfile never said the last report')) : setTimeout(look, 100));
+      look();
+    });
+    const text = readFileSync(file, 'utf8');
+    const fromFile = samples(text);
+    expect(value(fromFile, 'mesh_host_applies_total', { trigger: 'delivery', outcome: 'converged' })).toBe(deliveriesConverged);
+    expect(value(fromFile, 'mesh_host_refusals', { kind: 'forged' })).toBe(1);
+    expect(text).toContain(`node="${h.node}"`);
+    expect(readdirTemporaries(join(h.dir, 'textfile'))).toEqual([]);
+  }, 120_000);
 });
+
+function readdirTemporaries(dir: string): string[] {
+  return readdirSync(dir).filter((n) => n !== 'mesh-host.prom');
+}

@@ -1,0 +1,66 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { HostConfig } from '../config/config.js';
+import type { Resource } from '../declaration/schema.js';
+import { reconcileSource, type KeptDeclaration } from '../host/kept.js';
+import type { ManagerChoice } from '../services/choose.js';
+import { STATE_FILE, type Store } from '../store/store.js';
+import type { StoreState } from '../store/state.js';
+import type { Logger } from '../system/log.js';
+import type { Finding } from '../watch/finding.js';
+import { watchHost } from '../watch/watchers.js';
+
+export interface WatchingDeps {
+  stateDir: string;
+  root: string;
+  config: () => HostConfig;
+  kept: KeptDeclaration;
+  serviceManager: () => Promise<ManagerChoice>;
+  log: Logger;
+  onFound(found: Finding[]): void;
+}
+
+/**
+ * The watchers of the host between two applies: what the last applied declaration asked to run, and
+ * the footprint as the store saved it (read without the lock: it is saved whole). Returns their close.
+ */
+export function startWatching(deps: WatchingDeps): () => void {
+  let close: (() => void) | undefined;
+  let closed = false;
+  void (async () => {
+    let state: StoreState;
+    try {
+      state = JSON.parse(readFileSync(join(deps.stateDir, STATE_FILE), 'utf8')) as StoreState;
+    } catch {
+      return;
+    }
+    const declared = await lastDeclared(deps, state);
+    if (closed) return;
+    const watcher = watchHost({
+      declared,
+      records: state.records,
+      root: deps.root,
+      serviceManager: async () => (await deps.serviceManager()).manager,
+      onFound: (found) => {
+        deps.log.info({ found: found.map((f) => f.message) }, 'watch: found between applies; a reconcile is asked for');
+        deps.onFound(found);
+      },
+      log: deps.log,
+    });
+    close = () => watcher.close();
+  })().catch((err: Error) => deps.log.warn({ err: err.message }, 'watch: the watchers could not start'));
+  return () => {
+    closed = true;
+    close?.();
+  };
+}
+
+/** The resources of what a reconcile would apply now (the kept declaration, or the carried bundle), signature checked; none if nothing opens. */
+async function lastDeclared(deps: WatchingDeps, state: StoreState): Promise<Resource[]> {
+  try {
+    const { received } = await reconcileSource({ config: deps.config(), store: { state } as Store, kept: deps.kept });
+    return received.declaration.resources;
+  } catch {
+    return [];
+  }
+}
