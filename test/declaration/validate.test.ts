@@ -56,7 +56,7 @@ describe('declaration v1', () => {
   }
 
   it('refuses a declaration for another node', async () => {
-    expect(await problemsOf(good(), 'web-2')).toEqual([{ path: '/node', message: "declared for node 'web-1', but this is 'web-2'" }]);
+    expect(await problemsOf(good(), 'web-2')).toEqual([{ path: '/node', message: "declared for node 'web-1', but this is 'web-2'", wrongNode: true }]);
   });
 
   it('names every problem, not only the first', async () => {

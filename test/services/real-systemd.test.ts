@@ -74,7 +74,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a rea
   it('a unit declared stopped is not paused for', async () => {
     const first = await apply([unitFile('calm', 'ExecStart=/bin/sleep 1000'), service('calm')]);
     expect(first.code).toBe(0);
-    expect(first.report.said).toContainEqual(expect.stringMatching(/^second look at calm\.service after a pause of 1[0-9]{3} ms \(verifying took \d+ ms\)$/));
+    expect(first.report.said).toContainEqual(expect.stringMatching(/^second look at calm\.service after a pause of \d+ ms \(verifying took \d+ ms\)$/));
     const { code, report } = await apply([unitFile('calm', 'ExecStart=/bin/sleep 1000'), service('calm', { state: 'stopped' })]);
     expect(code).toBe(0);
     expect(report.steps.find((s) => s.resource === 'calm')!.actions).toEqual(['stop']);
