@@ -86,7 +86,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the packaged unit
     expect(await show('MainPID')).toBe(pid);
 
     // A crash: systemd starts it again, and the next delivery is applied and reported.
-    expect((await inside('systemctl', ['kill', '-s', 'KILL', 'mesh-host.service'])).code).toBe(0);
+    const killed = await inside('systemctl', ['kill', '-s', 'KILL', 'mesh-host.service']);
+    expect(killed.code, `${killed.stderr}\n${await show('ActiveState')} ${await show('SubState')} ${await show('MainPID')}\n${(await inside('journalctl', ['-u', 'mesh-host', '-n', '60', '--no-pager'])).stdout}`).toBe(0);
     await until('the restart', async () => { const now = await show('MainPID'); return now !== '0' && now !== pid && (await show('ActiveState')) === 'active'; });
     expect(Number(await show('NRestarts'))).toBe(1);
     writeFileSync(next, JSON.stringify({ version: 1, node: 'unit-node', mode: 'converged', resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'file', id: 'conf', path: '/srv/app/app.conf', content: 'after the crash\n' }] }));
