@@ -8,6 +8,31 @@ import type { Filter } from '../../src/firewall/types.js';
 import { projectDir } from '../support/cli.js';
 
 /**
+ * ufw's filters, the same chains on every backend it runs on; only its user chains (the rules an
+ * operator added) differ from one capture to the next, so each capture names theirs.
+ */
+function ufw(backend: 'nft' | 'legacy', userInput: { ip: number; ip6: number } | undefined): string[] {
+  const row = (family: string, chain: string, refusing: number) => `found ufw ${backend} ${family} filter ${chain} - - ${refusing}`;
+  const policies = (family: string) => [`found ufw ${backend} ${family} filter FORWARD forward drop 0`, `found ufw ${backend} ${family} filter INPUT input drop 0`];
+  return [
+    ...policies('ip'),
+    row('ip', 'ufw-before-input', 1),
+    row('ip', 'ufw-not-local', 1),
+    row('ip', 'ufw-skip-to-policy-forward', 1),
+    row('ip', 'ufw-skip-to-policy-input', 1),
+    ...(userInput ? [row('ip', 'ufw-user-input', userInput.ip)] : []),
+    row('ip', 'ufw-user-limit', 1),
+    ...policies('ip6'),
+    row('ip6', 'ufw6-before-forward', 1),
+    row('ip6', 'ufw6-before-input', 2),
+    row('ip6', 'ufw6-before-output', 1),
+    row('ip6', 'ufw6-skip-to-policy-forward', 1),
+    row('ip6', 'ufw6-skip-to-policy-input', 1),
+    ...(userInput ? [row('ip6', 'ufw6-user-input', userInput.ip6)] : []),
+  ];
+}
+
+/**
  * The rulesets under fixtures/rulesets/ were captured from the real tools by the scripts beside them
  * (a systemd container with a private network, or a network namespace). Each filter they hold is
  * listed here as one row, so that a change of the owner table shows as the rows it moves:
@@ -16,24 +41,7 @@ import { projectDir } from '../support/cli.js';
  */
 const EXPECTED: Record<string, string[]> = {
   // ufw enabled with a few rules (iptables-nft)
-  'ufw': [
-      'found ufw nft ip filter FORWARD forward drop 0',
-      'found ufw nft ip filter INPUT input drop 0',
-      'found ufw nft ip filter ufw-before-input - - 1',
-      'found ufw nft ip filter ufw-not-local - - 1',
-      'found ufw nft ip filter ufw-skip-to-policy-forward - - 1',
-      'found ufw nft ip filter ufw-skip-to-policy-input - - 1',
-      'found ufw nft ip filter ufw-user-input - - 2',
-      'found ufw nft ip filter ufw-user-limit - - 1',
-      'found ufw nft ip6 filter FORWARD forward drop 0',
-      'found ufw nft ip6 filter INPUT input drop 0',
-      'found ufw nft ip6 filter ufw6-before-forward - - 1',
-      'found ufw nft ip6 filter ufw6-before-input - - 2',
-      'found ufw nft ip6 filter ufw6-before-output - - 1',
-      'found ufw nft ip6 filter ufw6-skip-to-policy-forward - - 1',
-      'found ufw nft ip6 filter ufw6-skip-to-policy-input - - 1',
-      'found ufw nft ip6 filter ufw6-user-input - - 1',
-  ],
+  'ufw': ufw('nft', { ip: 2, ip6: 1 }),
   // firewalld running, a zone of its own and a service (nftables backend)
   'firewalld': [
       'found firewalld nft inet firewalld filter_FORWARD forward accept 3',
@@ -62,41 +70,13 @@ const EXPECTED: Record<string, string[]> = {
   // a legacy-iptables machine: ufw, fail2ban and a user chain kept by hand
   'legacy': [
       'ban fail2ban legacy ip filter f2b-sshd - - 1',
-      'found ufw legacy ip filter FORWARD forward drop 0',
-      'found ufw legacy ip filter INPUT input drop 0',
-      'found ufw legacy ip filter ufw-before-input - - 1',
-      'found ufw legacy ip filter ufw-not-local - - 1',
-      'found ufw legacy ip filter ufw-skip-to-policy-forward - - 1',
-      'found ufw legacy ip filter ufw-skip-to-policy-input - - 1',
-      'found ufw legacy ip filter ufw-user-input - - 1',
-      'found ufw legacy ip filter ufw-user-limit - - 1',
-      'found ufw legacy ip6 filter FORWARD forward drop 0',
-      'found ufw legacy ip6 filter INPUT input drop 0',
-      'found ufw legacy ip6 filter ufw6-before-forward - - 1',
-      'found ufw legacy ip6 filter ufw6-before-input - - 2',
-      'found ufw legacy ip6 filter ufw6-before-output - - 1',
-      'found ufw legacy ip6 filter ufw6-skip-to-policy-forward - - 1',
-      'found ufw legacy ip6 filter ufw6-skip-to-policy-input - - 1',
-      'found ufw legacy ip6 filter ufw6-user-input - - 1',
+      ...ufw('legacy', { ip: 1, ip6: 1 }),
       'other docker-user legacy ip filter DOCKER-USER - - 1',
   ],
   // several at once: the mesh, ufw, fail2ban, podman
   'several': [
       'ban fail2ban nft ip filter f2b-sshd - - 1',
-      'found ufw nft ip filter FORWARD forward drop 0',
-      'found ufw nft ip filter INPUT input drop 0',
-      'found ufw nft ip filter ufw-before-input - - 1',
-      'found ufw nft ip filter ufw-not-local - - 1',
-      'found ufw nft ip filter ufw-skip-to-policy-forward - - 1',
-      'found ufw nft ip filter ufw-skip-to-policy-input - - 1',
-      'found ufw nft ip filter ufw-user-limit - - 1',
-      'found ufw nft ip6 filter FORWARD forward drop 0',
-      'found ufw nft ip6 filter INPUT input drop 0',
-      'found ufw nft ip6 filter ufw6-before-forward - - 1',
-      'found ufw nft ip6 filter ufw6-before-input - - 2',
-      'found ufw nft ip6 filter ufw6-before-output - - 1',
-      'found ufw nft ip6 filter ufw6-skip-to-policy-forward - - 1',
-      'found ufw nft ip6 filter ufw6-skip-to-policy-input - - 1',
+      ...ufw('nft', undefined),
       'mesh mesh nft inet mesh forward forward drop 0',
       'mesh mesh nft inet mesh input input drop 1',
       'other other nft inet filter input input accept 2',

@@ -1,8 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Report } from '../../src/report/report.js';
-import { enrolledHost, type HostFixture } from '../support/daemon.js';
+import type { HostFixture } from '../support/daemon.js';
+import { useMesh } from '../support/mesh.js';
 import { NatsServer, natsUnavailable } from '../support/nats.js';
 import { hashTree } from '../support/tree.js';
 import { newOperatorKey } from '../../src/declaration/envelope.js';
@@ -32,25 +33,8 @@ async function until(done: () => boolean, what: string, h: HostFixture, timeoutM
 const strictlyIncreasing = (xs: number[]) => xs.every((x, i) => i === 0 || x > xs[i - 1]!);
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against a real nats-server${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
-  let server: NatsServer;
-  const hosts: HostFixture[] = [];
-  beforeAll(async () => {
-    server = await NatsServer.start();
-  });
-  afterEach(async () => {
-    for (const h of hosts.splice(0)) await h.cleanup();
-    if (!server.running) await server.run();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
-
-  async function host(options?: Parameters<typeof enrolledHost>[1]) {
-    const h = await enrolledHost([server.url], options);
-    hosts.push(h);
-    await h.start();
-    return h;
-  }
+  const mesh = useMesh();
+  const host = mesh.enrol;
 
   it('a delivery is applied and reported, after the genesis report, in order, once; status and heartbeat answer', async () => {
     const h = await host({ config: { heartbeatMs: 300 } });
@@ -62,11 +46,11 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     expect(JSON.parse(readFileSync(join(h.state, 'declared.json'), 'utf8'))).toHaveProperty('signature');
     expect(readdirSync(join(h.state, 'outbox'))).toEqual([]);
     const { runCli } = await import('../support/cli.js');
-    const status = await runCli('meshctl', ['status', h.node, '--server', server.url, '--json', '--log-level', 'warn']);
+    const status = await runCli('meshctl', ['status', h.node, '--server', mesh.server.url, '--json', '--log-level', 'warn']);
     expect(status.code, status.stderr).toBe(0);
     expect(JSON.parse(status.stdout)).toMatchObject({ node: h.node, mode: 'converged', reportSequence: 2, lastApplied: { epoch: 1, sequence: 2 } });
     const { connect } = await import('@nats-io/transport-node');
-    const nc = await connect({ servers: [server.url] });
+    const nc = await connect({ servers: [mesh.server.url] });
     const beat = await new Promise<{ node: string; reportSequence: number; uptimeSeconds: number }>((resolve) => {
       nc.subscribe(`mesh.heartbeat.${h.node}`, { max: 1, callback: (_e, m) => resolve(JSON.parse(m.string())) });
     });
@@ -98,7 +82,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     await h.waitForReports(1);
     const { spawn } = await import('node:child_process');
     const { projectDir } = await import('../support/cli.js');
-    const follower = spawn(process.execPath, [join(projectDir, 'bin/meshctl'), 'reports', '--follow', '--node', h.node, '--server', server.url, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const follower = spawn(process.execPath, [join(projectDir, 'bin/meshctl'), 'reports', '--follow', '--node', h.node, '--server', mesh.server.url, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     follower.stdout.on('data', (d: Buffer) => (out += d.toString()));
     follower.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -197,7 +181,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     const other = await sign(Buffer.from(JSON.stringify({ version: 1, node: 'someone-else', mode: 'converged', epoch: 3, sequence: 1, resources: [] })), h.seed);
     const { Kvm } = await import('@nats-io/kv');
     const { connect } = await import('@nats-io/transport-node');
-    const nc = await connect({ servers: [server.url] });
+    const nc = await connect({ servers: [mesh.server.url] });
     await (await new Kvm(nc).open('mesh_declarations')).put(h.node, JSON.stringify(other));
     await nc.close();
     const reports = await h.waitForReports(5);
@@ -219,12 +203,12 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
       await h.put({ epoch: 1, sequence: i, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'file', id: 'f', path: '/srv/app/f', content: `${i}\n` }] });
       await wait(120);
     }
-    await server.kill();
+    await mesh.server.kill();
     // Reports made while the server is gone wait in the outbox: a reconcile that repairs drift makes one.
     rmSync(join(h.root, 'srv/app/f'));
     await wait(1500);
     expect(readdirSync(join(h.state, 'outbox')).length).toBeGreaterThan(0);
-    await server.run();
+    await mesh.server.run();
     for (let i = 7; i <= 9; i++) {
       // The restarted server recovers its streams first: the control side retries its put.
       await retry(() => h.put({ epoch: 1, sequence: i, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'file', id: 'f', path: '/srv/app/f', content: `${i}\n` }] }));
@@ -246,7 +230,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
   it('the host killed between making a report and its acknowledgement: after restart it is sent, once', async () => {
     const h = await host();
     await h.waitForReports(1);
-    await server.kill();
+    await mesh.server.kill();
     // With the server gone, a report made now cannot be acknowledged: make one with a CLI reconcile
     // (it takes the lock between the daemon's applies and puts its report in the same outbox).
     const { runCli } = await import('../support/cli.js');
@@ -257,7 +241,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     // removal it saw: that one waits behind it, in order).
     expect(readdirSync(join(h.state, 'outbox'))).toContain('000000000002.json');
     await h.kill();
-    await server.run();
+    await mesh.server.run();
     await h.start();
     const made = () => (JSON.parse(readFileSync(join(h.state, 'state.json'), 'utf8')) as { reportSequence: number }).reportSequence;
     const deadline = Date.now() + 30_000;

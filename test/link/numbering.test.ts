@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
-import { enrolledHost, control, type HostFixture } from '../support/daemon.js';
-import { NatsServer, natsUnavailable } from '../support/nats.js';
+import { control } from '../support/daemon.js';
+import { useMeshHost } from '../support/mesh.js';
+import { natsUnavailable } from '../support/nats.js';
 import { runCli } from '../support/cli.js';
 import { DECLARATIONS_BUCKET } from '../../src/link/wire.js';
 
@@ -11,37 +12,26 @@ const unavailable = natsUnavailable();
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl numbers declarations safely${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
-  let server: NatsServer;
-  let h: HostFixture;
-  beforeAll(async () => {
-    server = await NatsServer.start();
-    // The fixture makes its bundle with `meshctl bundle --server`: the first declaration (epoch 1,
-    // sequence 1) is then the value of the node's key, and genesis knows that revision.
-    h = await enrolledHost([server.url]);
-    await h.start();
-    await h.waitForReports(1);
-  });
-  afterAll(async () => {
-    await h?.cleanup();
-    await server?.stop();
-  });
+  // The fixture makes its bundle with `meshctl bundle --server`: the first declaration (epoch 1,
+  // sequence 1) is then the value of the node's key, and genesis knows that revision.
+  const mesh = useMeshHost();
 
-  const key = () => join(h.dir, 'keys/operator.nk');
+  const key = () => join(mesh.host.dir, 'keys/operator.nk');
   const file = (name: string, over: object = {}) => {
-    const path = join(h.dir, `${name}.json`);
-    writeFileSync(path, JSON.stringify({ version: 1, node: h.node, mode: 'converged', resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'directory', id: name, path: `/srv/${name}` }], ...over }));
+    const path = join(mesh.host.dir, `${name}.json`);
+    writeFileSync(path, JSON.stringify({ version: 1, node: mesh.host.node, mode: 'converged', resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'directory', id: name, path: `/srv/${name}` }], ...over }));
     return path;
   };
-  const send = (path: string, extra: string[] = []) => runCli('meshctl', ['send', h.node, path, '--key', key(), '--server', server.url, '--json', '--log-level', 'warn', ...extra]);
+  const send = (path: string, extra: string[] = []) => runCli('meshctl', ['send', mesh.host.node, path, '--key', key(), '--server', mesh.server.url, '--json', '--log-level', 'warn', ...extra]);
 
   it('the first send after genesis with an epoch is applied: it takes the next sequence in the epoch in force', async () => {
     const sent = await send(file('first'));
     expect(sent.code, sent.stderr).toBe(0);
-    expect(JSON.parse(sent.stdout)).toMatchObject({ node: h.node, epoch: 1, sequence: 2 });
-    const reports = await h.waitForReports(2);
+    expect(JSON.parse(sent.stdout)).toMatchObject({ node: mesh.host.node, epoch: 1, sequence: 2 });
+    const reports = await mesh.host.waitForReports(2);
     // The bundle's value of the key was read as what genesis applied: no second report of it.
     expect(reports.map((r) => [r.sequence, r.trigger, r.outcome, r.declaration?.sequence])).toEqual([[1, 'genesis', 'converged', 1], [2, 'delivery', 'converged', 2]]);
-    expect(existsSync(join(h.root, 'srv/first'))).toBe(true);
+    expect(existsSync(join(mesh.host.root, 'srv/first'))).toBe(true);
   });
 
   it('keeps a sequence the file declares, and refuses one not newer than the key (exit 3, both numbers named)', async () => {
@@ -52,7 +42,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl numbers d
     const kept = await send(file('kept', { epoch: 1, sequence: 500 }));
     expect(kept.code, kept.stderr).toBe(0);
     expect(JSON.parse(kept.stdout)).toMatchObject({ epoch: 1, sequence: 500 });
-    const reports = await h.waitForReports(3);
+    const reports = await mesh.host.waitForReports(3);
     expect(reports[2]).toMatchObject({ trigger: 'delivery', outcome: 'converged', declaration: { epoch: 1, sequence: 500 } });
   });
 
@@ -65,11 +55,11 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl numbers d
     expect(new Set([sa.sequence, sb.sequence])).toEqual(new Set([501, 502]));
     expect(sa.revision).not.toBe(sb.revision);
     // Both values are in the key's history, each with its own number.
-    const nc = await control([server.url]);
+    const nc = await control([mesh.server.url]);
     try {
       const kv = await new Kvm(nc).open(DECLARATIONS_BUCKET);
       const seen: number[] = [];
-      for await (const e of await kv.history({ key: h.node })) {
+      for await (const e of await kv.history({ key: mesh.host.node })) {
         const env = JSON.parse(e.string()) as { payload: string };
         seen.push((JSON.parse(Buffer.from(env.payload, 'base64').toString('utf8')) as { sequence: number }).sequence);
       }
@@ -79,10 +69,10 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl numbers d
     }
     // The host applies the newest; one that arrived while it was pending may be superseded, never applied after it.
     const deadline = Date.now() + 20_000;
-    let reports = await h.reports();
+    let reports = await mesh.host.reports();
     while (!reports.some((r) => r.declaration?.sequence === 502) && Date.now() < deadline) {
       await wait(200);
-      reports = await h.reports();
+      reports = await mesh.host.reports();
     }
     const delivered = reports.filter((r) => r.trigger === 'delivery').map((r) => r.declaration!.sequence);
     expect(delivered.at(-1)).toBe(502);
@@ -91,7 +81,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl numbers d
     const epoch = await send(file('epoch2'), ['--epoch', '2']);
     expect(epoch.code, epoch.stderr).toBe(0);
     expect(JSON.parse(epoch.stdout)).toMatchObject({ epoch: 2, sequence: 503 });
-    await h.waitForReports(reports.length + 1);
-    expect((await h.reports()).at(-1)).toMatchObject({ outcome: 'converged', declaration: { epoch: 2, sequence: 503 } });
+    await mesh.host.waitForReports(reports.length + 1);
+    expect((await mesh.host.reports()).at(-1)).toMatchObject({ outcome: 'converged', declaration: { epoch: 2, sequence: 503 } });
   });
 });

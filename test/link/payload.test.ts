@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstream, DeliverPolicy } from '@nats-io/jetstream';
-import { enrolledHost, control, type HostFixture } from '../support/daemon.js';
-import { NatsServer, natsUnavailable } from '../support/nats.js';
+import { control } from '../support/daemon.js';
+import { useMeshHost } from '../support/mesh.js';
+import { natsUnavailable } from '../support/nats.js';
 import { runCli } from '../support/cli.js';
 import { REPORTS_STREAM, reportSubject } from '../../src/link/wire.js';
 import type { Report } from '../../src/report/report.js';
@@ -15,32 +16,21 @@ const unavailable = natsUnavailable();
 const LIMIT = 16_384;
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`reports and declarations against a server whose max_payload is ${LIMIT}${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
-  let server: NatsServer;
-  let h: HostFixture;
   const conf = scratch('mesh-host-payload-');
-  beforeAll(async () => {
-    const file = join(conf.dir, 'nats.conf');
-    writeFileSync(file, `max_payload: ${LIMIT}\n`);
-    server = await NatsServer.start({ configFile: file });
-    h = await enrolledHost([server.url]);
-    await h.start();
-    await h.waitForReports(1);
-  });
-  afterAll(async () => {
-    await h?.cleanup();
-    await server?.stop();
-    conf.cleanup();
-  });
+  const configFile = join(conf.dir, 'nats.conf');
+  writeFileSync(configFile, `max_payload: ${LIMIT}\n`);
+  const mesh = useMeshHost({ server: { configFile } });
+  afterAll(() => conf.cleanup());
 
   it('a report past the limit arrives fitted under it: it says how much was left out and where; the host keeps every step', async () => {
     const files: Resource[] = Array.from({ length: 150 }, (_, i) => ({ type: 'file', id: `f${i}`, path: `/srv/app/f${i}`, content: 'k' }));
-    await h.put({ epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, ...files] });
-    await h.waitForReports(2, 60_000);
+    await mesh.host.put({ epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, ...files] });
+    await mesh.host.waitForReports(2, 60_000);
     // The bytes as the stream holds them.
-    const nc = await control([server.url]);
+    const nc = await control([mesh.server.url]);
     let raw: Uint8Array;
     try {
-      const consumer = await jetstream(nc).consumers.get(REPORTS_STREAM, { filter_subjects: reportSubject(h.node), deliver_policy: DeliverPolicy.Last });
+      const consumer = await jetstream(nc).consumers.get(REPORTS_STREAM, { filter_subjects: reportSubject(mesh.host.node), deliver_policy: DeliverPolicy.Last });
       raw = (await consumer.next({ expires: 5000 }))!.data;
     } finally {
       await nc.close();
@@ -53,7 +43,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`reports and decla
     expect(sent.omitted!.bytes).toBeGreaterThan(sent.omitted!.limit);
     expect(sent.omitted!.limit).toBeLessThanOrEqual(LIMIT);
     expect(sent.omitted!.where).toContain('mesh-host status --last-report');
-    const whole = await runCli('mesh-host', ['status', '--last-report', '--json', ...h.flags]);
+    const whole = await runCli('mesh-host', ['status', '--last-report', '--json', ...mesh.host.flags]);
     expect(whole.code, whole.stderr).toBe(0);
     const full = JSON.parse(whole.stdout) as Report;
     expect(full.sequence).toBe(2);
@@ -61,9 +51,9 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`reports and decla
   });
 
   it('meshctl send refuses a declaration whose signed envelope would pass the limit: exit 3, both sizes, what to do, no stack trace', async () => {
-    const path = join(h.dir, 'big.json');
-    writeFileSync(path, JSON.stringify({ version: 1, node: h.node, mode: 'converged', resources: [{ type: 'file', id: 'big', path: '/srv/big', content: 'x'.repeat(LIMIT) }] }));
-    const sent = await runCli('meshctl', ['send', h.node, path, '--key', join(h.dir, 'keys/operator.nk'), '--server', server.url]);
+    const path = join(mesh.host.dir, 'big.json');
+    writeFileSync(path, JSON.stringify({ version: 1, node: mesh.host.node, mode: 'converged', resources: [{ type: 'file', id: 'big', path: '/srv/big', content: 'x'.repeat(LIMIT) }] }));
+    const sent = await runCli('meshctl', ['send', mesh.host.node, path, '--key', join(mesh.host.dir, 'keys/operator.nk'), '--server', mesh.server.url]);
     expect(sent.code).toBe(3);
     expect(sent.stderr).toMatch(new RegExp(`\\d{5,} bytes.*at most ${LIMIT} bytes`));
     expect(sent.stderr).toMatch(/archives/);

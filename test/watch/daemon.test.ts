@@ -1,8 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { enrolledHost, type HostFixture } from '../support/daemon.js';
-import { NatsServer, natsUnavailable } from '../support/nats.js';
+import type { HostFixture } from '../support/daemon.js';
+import { useMesh } from '../support/mesh.js';
+import { natsUnavailable } from '../support/nats.js';
 import type { Report } from '../../src/report/report.js';
 
 /** Waits for the first report that matches, whatever came before it (genesis, the bundle's first value). */
@@ -19,22 +20,10 @@ async function reportWhere(h: HostFixture, what: string, match: (r: Report) => b
 const unavailable = natsUnavailable();
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`the footprint watcher in a real daemon${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
-  let server: NatsServer;
-  const hosts: HostFixture[] = [];
-  beforeAll(async () => {
-    server = await NatsServer.start();
-  });
-  afterEach(async () => {
-    for (const h of hosts.splice(0)) await h.cleanup();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
+  const mesh = useMesh();
 
   it('a file edited by hand is restored and reported as drift; a file re-moded too; the apply\'s own writes trigger nothing', async () => {
-    const h = await enrolledHost([server.url]);
-    hosts.push(h);
-    await h.start();
+    const h = await mesh.enrol();
     const files = Array.from({ length: 20 }, (_, i) => ({ type: 'file' as const, id: `f${i}`, path: `/srv/app/f${i}.conf`, content: `v = ${i}\n`, mode: '0644' }));
     await h.put({ epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, ...files] });
     await reportWhere(h, 'of sequence 2', (r) => r.declaration?.sequence === 2);
