@@ -28,6 +28,19 @@ function fileIntact(fs: TargetReads, path: string, st: Stats, entry: { mode: num
   return createHash('sha256').update(fs.readFile(path, st.size)).digest('hex') === entry.sha256;
 }
 
+/**
+ * Each entry's place in the target and what stands there, for entries whose place can be looked at
+ * without following a link; a place that cannot is a problem, and its entry is passed over.
+ */
+function* places<E extends { name: string }>(fs: TargetReads, target: string, entries: readonly E[], problems: string[]): Generator<{ entry: E; path: string; st: Stats | undefined }> {
+  for (const entry of entries) {
+    const path = joinTarget(target, entry.name);
+    const seen = look(fs, path);
+    if ('problem' in seen) problems.push(seen.problem);
+    else yield { entry, path, st: seen.st };
+  }
+}
+
 export interface Drift {
   name: string;
   why: string;
@@ -41,14 +54,7 @@ export interface Drift {
 export function driftOf(fs: TargetReads, target: string, journal: Journal, owner: Owner): { drift: Drift[]; problems: string[] } {
   const drift: Drift[] = [];
   const problems: string[] = [];
-  for (const entry of journal.entries) {
-    const path = joinTarget(target, entry.name);
-    const seen = look(fs, path);
-    if ('problem' in seen) {
-      problems.push(seen.problem);
-      continue;
-    }
-    const st = seen.st;
+  for (const { entry, path, st } of places(fs, target, journal.entries, problems)) {
     if (st === undefined) drift.push({ name: entry.name, why: 'missing' });
     else if (entry.type === 'dir') {
       if (st.isSymbolicLink()) problems.push(`${path} is a symbolic link (to ${fs.readlink(path)}), not followed`);
@@ -73,14 +79,7 @@ export function preflight(fs: TargetReads, target: string, manifest: Manifest, o
   const owned = new Set(old?.entries.map((e) => e.name));
   const problems: string[] = [];
   const found = new Map<string, Stats>();
-  for (const entry of manifest.entries) {
-    const path = joinTarget(target, entry.name);
-    const seen = look(fs, path);
-    if ('problem' in seen) {
-      problems.push(seen.problem);
-      continue;
-    }
-    const st = seen.st;
+  for (const { entry, path, st } of places(fs, target, manifest.entries, problems)) {
     if (st === undefined) continue;
     const ours = owned.has(entry.name);
     if (st.isSymbolicLink()) {

@@ -23,16 +23,8 @@ export interface ReadChain {
 }
 
 /** A table or chain that refuses traffic: a base chain whose policy is drop, or a chain with refusing rules. */
-export interface Filter {
+export interface Filter extends Omit<ReadChain, 'rules' | 'targets'> {
   kind: 'filter';
-  backend: Backend;
-  family: string;
-  table: string;
-  chain: string;
-  hook?: string;
-  policy?: string;
-  /** How many of its rules refuse (drop or reject). */
-  refusing: number;
   owner: Owner;
   /** The row of the owner table that decided (ufw, firewalld, docker, podman, fail2ban, mesh, …). */
   by: string;
