@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { operatorKey, verifyEd25519 } from './nkey.js';
 import { lazy } from '../system/interop.js';
+import { isCanonicalBase64 } from './base64.js';
 
 /** nkeys is loaded only when a signature is made or checked: start-up without an envelope does not pay for it. */
 const nkeys = () => lazy(import('@nats-io/nkeys'));
@@ -44,6 +45,9 @@ export function openEnvelope(envelope: Envelope, pinnedKey?: string): Opened {
   if (pinnedKey !== undefined && envelope.key !== pinnedKey) {
     return { ok: false, reason: `signed by key ${envelope.key}, but the pinned key is ${pinnedKey}` };
   }
+  // Read strictly: a lenient decoder would let text other than what was signed verify.
+  if (!isCanonicalBase64(envelope.payload)) return { ok: false, reason: 'the payload is not base64 (canonical, padded)' };
+  if (!isCanonicalBase64(envelope.signature)) return { ok: false, reason: 'the signature is not base64 (canonical, padded)' };
   const payload = Buffer.from(envelope.payload, 'base64');
   const signature = Buffer.from(envelope.signature, 'base64');
   const key = operatorKey(envelope.key);

@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import type { Declaration, Resource } from './schema.js';
 import { checkHead, checkResource } from './checks.generated.js';
+import { isCanonicalBase64 } from './base64.js';
 
 /** One thing wrong with a declaration, at its JSON path. */
 export interface Problem {
@@ -16,9 +17,16 @@ export interface Problem {
  * to name each problem by its JSON path.
  */
 async function explain(value: unknown, schema: 'head' | keyof typeof checkResource, prefix: string): Promise<Problem[]> {
-  const [{ Compile }, { DeclarationHead, RESOURCE_SCHEMAS }] = await Promise.all([import('typebox/compile'), import('./schema.js')]);
-  const validator = Compile(schema === 'head' ? DeclarationHead : RESOURCE_SCHEMAS[schema]);
+  const validator = await (explainers[schema] ??= compileExplainer(schema));
   return describe(validator.Errors(value) as Iterable<SchemaError>, prefix);
+}
+
+type Explainer = { Errors(value: unknown): Iterable<unknown> };
+/** Compiled once each, when first needed: compiling takes milliseconds, and a stream of bad input would pay it every time. */
+const explainers: Partial<Record<'head' | keyof typeof checkResource, Promise<Explainer>>> = {};
+async function compileExplainer(schema: 'head' | keyof typeof checkResource): Promise<Explainer> {
+  const [{ Compile }, { DeclarationHead, RESOURCE_SCHEMAS }] = await Promise.all([import('typebox/compile'), import('./schema.js')]);
+  return Compile(schema === 'head' ? DeclarationHead : RESOURCE_SCHEMAS[schema]);
 }
 
 interface SchemaError {
@@ -84,7 +92,12 @@ function checkOneResource(resource: unknown, at: string): Problem[] | Promise<Pr
   }
   const path = (resource as { path?: unknown }).path;
   const why = typeof path === 'string' ? pathProblem(path) : undefined;
-  if (checkResource[type as keyof typeof checkResource](resource)) return why ? [{ path: `${at}/path`, message: why }] : [];
+  if (checkResource[type as keyof typeof checkResource](resource)) {
+    const found = why ? [{ path: `${at}/path`, message: why }] : [];
+    const file = resource as { encoding?: string; content: string };
+    if (file.encoding === 'base64' && !isCanonicalBase64(file.content)) found.push({ path: `${at}/content`, message: 'not base64 (canonical, padded), as its encoding says' });
+    return found;
+  }
   return explain(resource, type as keyof typeof checkResource, at).then((problems) =>
     why && problems.every((p) => p.path !== `${at}/path`) ? [...problems, { path: `${at}/path`, message: why }] : problems,
   );

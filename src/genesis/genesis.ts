@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyDeclaration, modeProblem, type ApplyResult } from '../apply/apply.js';
 import { readConfigFile, writeConfig } from '../config/config.js';
@@ -46,6 +47,9 @@ function keepCarriedSecrets(stateDir: string, bundle: GenesisBundle, log: Logger
 export async function genesis(paths: HostPaths, deps: HostDeps, request: GenesisRequest): Promise<ApplyResult> {
   const { bytes, source, dryRun } = request;
   const { bundle, received } = await openBundle(bytes, source);
+  // With no state directory yet no mode is recorded: a bundle of the other mode is refused before one is made.
+  const early = existsSync(paths.stateDir) ? undefined : modeProblem(request.mode, received.declaration.mode, false);
+  if (early) throw refused(`${source}: ${early}; nothing was touched`, [], 'mode');
   return openHost(paths, deps, 'genesis', async (host) => {
     if (host.kept.exists()) throw refused(`the mesh has spoken to this machine (${KEPT_DECLARATION} is kept): genesis is over; use mesh-host reconcile`, [], 'state');
     const consumed = host.store.state.genesisDigest;

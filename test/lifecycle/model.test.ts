@@ -177,6 +177,8 @@ describe('the lifecycle, walked from its own definition', () => {
     for (const path of paths) {
       const h = await walk(path.steps as never, path.input);
       h.covered.forEach((k) => covered.add(k));
+      // Thousands of walks: each one's store folder goes as soon as it is read, not at the end.
+      h.cleanup();
     }
     for (const path of paths) {
       for (const event of offered(path.input)(path.state)) {
@@ -186,6 +188,7 @@ describe('the lifecycle, walked from its own definition', () => {
         if (taking.length === 0 || taking.every((k) => covered.has(k))) continue;
         const h = await walk(path.steps as never, path.input, event);
         h.covered.forEach((k) => covered.add(k));
+        h.cleanup();
       }
     }
     const all = chart.transitions.map((t) => t.key).sort();
