@@ -10,7 +10,7 @@ import { hostEnvironment, serviceManagerOnce, type HostDeps } from '../host/envi
 import { KeptDeclaration } from '../host/kept.js';
 import { hostSigner } from './host-signer.js';
 import type { HostPaths } from '../host/paths.js';
-import { takeInventory } from '../inventory/inventory.js';
+import { hostInventory } from '../host/inventory.js';
 import { connectionArchiveObjects } from '../archive/objects.js';
 import { Outbox, REPORT_HEADROOM } from '../report/outbox.js';
 import type { Report } from '../report/report.js';
@@ -26,7 +26,7 @@ import { heartbeatOf, statusOf } from './status.js';
 import { applyPending, waitingReports } from './worker.js';
 import { startWatching } from './watching.js';
 import { startDaemonMetrics } from '../metrics/daemon-metrics.js';
-import { STATE_FILE } from '../store/store.js';
+import { peekState, STATE_FILE } from '../store/store.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -170,7 +170,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
             sendBack({ type: 'LINK_DOWN' });
           },
           status: async () => status(),
-          inventory: async () => takeInventory({ runner }),
+          inventory: async () => hostInventory({ runner, config, state: peekState(paths.stateDir), serviceManager: async () => (await serviceManager()).manager }),
           heartbeat: () => heartbeatOf(status(), clock.monotonic() - startedAt),
         }),
       ),

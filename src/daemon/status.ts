@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { STATE_FILE } from '../store/store.js';
+import { keptFoundFirewalls } from '../firewall/kept.js';
+import type { StoreState } from '../store/state.js';
 
 /** What `meshctl status` is answered: the store as saved, read without the lock (it is saved whole), and the lifecycle's state. */
 export function statusOf(stateDir: string, node: string, lifecycleState: unknown) {
@@ -19,6 +21,7 @@ export function statusOf(stateDir: string, node: string, lifecycleState: unknown
     held: state.held ?? [],
     refusals: state.refusals ?? {},
     footprint: Object.keys(state.records ?? {}).length,
+    foundFirewall: keptFoundFirewalls(state as Pick<StoreState, 'foundFirewall'>),
     state: lifecycleState,
   };
 }

@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Report } from '../../src/report/report.js';
 import type { StoreState } from '../../src/store/state.js';
+import type { KeptFoundFirewall } from '../../src/firewall/kept.js';
 import { projectDir, runCli } from '../support/cli.js';
 import { startFirewallContainer } from '../support/firewall-container.js';
 import { containerUnavailable, type SystemdContainer } from '../support/systemd-container.js';
@@ -74,6 +75,13 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the found firewal
       genesis: () => run(['genesis', bundle, '--mode', mode]),
       reconcile: (prefix: string[] = []) => run(['reconcile'], prefix),
       stored: () => JSON.parse(readFileSync(join(state, 'state.json'), 'utf8')) as StoreState,
+      /** `mesh-host status --json`'s found firewall: what the store keeps, as the operator reads it. */
+      status: async () => {
+        const r = await container.exec(process.execPath, [join(projectDir, 'bin/mesh-host'), 'status', ...flags], 60_000);
+        expect(r.code, r.stderr).toBe(0);
+        return (JSON.parse(r.stdout) as { foundFirewall: KeptFoundFirewall[] }).foundFirewall;
+      },
+      statusText: async () => (await container.exec(process.execPath, [join(projectDir, 'bin/mesh-host'), 'status', ...flags.filter((f) => f !== '--json')], 60_000)).stdout,
     };
   }
   const tool = (report: Report | undefined, name: string) => report?.facts.foundFirewall?.tools.find((t) => t.tool === name);
@@ -92,6 +100,14 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the found firewal
     // The filters are read after the retirement: ufw's chains are gone.
     expect(report!.facts.filters.filter((f) => f.kind === 'filter' && f.by === 'ufw')).toEqual([]);
     expect(m.stored().foundFirewall).toMatchObject({ ufw: { status: 'retired', retirements: 1 }, firewalld: { status: 'found-inactive' } });
+    expect(await m.status()).toEqual(expect.arrayContaining([
+      expect.objectContaining({ tool: 'ufw', state: 'retired', retirements: 1 }),
+      expect.objectContaining({ tool: 'firewalld', state: 'found-inactive' }),
+    ]));
+    const text = await m.statusText();
+    expect(text).toMatch(/^found firewall:$/m);
+    expect(text).toMatch(/^ {2}ufw +retired by the mesh at \S+; it stays off across boots$/m);
+    expect(text).toMatch(/^ {2}firewalld +found inactive at \S+: recorded as found, never the mesh's doing$/m);
   });
 
   it('ufw enabled again by hand is retired again at the next reconcile, and the report says so', async () => {
@@ -106,6 +122,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the found firewal
     expect(report!.said).toContainEqual(`found firewall ufw was enabled again since the mesh retired it at ${retiredAt}: retired (ufw disable); it stays off across boots`);
     expect(await ufwStatus()).toBe('Status: inactive');
     expect(m.stored().foundFirewall!.ufw).toMatchObject({ status: 'retired', retirements: 2 });
+    expect(await m.status()).toContainEqual(expect.objectContaining({ tool: 'ufw', state: 'retired-again', retirements: 2 }));
+    expect(await m.statusText()).toMatch(/^ {2}ufw +retired again at \S+: enabled again by hand after the mesh retired it, 2 retirements in all$/m);
   });
 
   it('firewalld is retired by systemctl disable and stop, and again when enabled again by hand', async () => {
@@ -159,6 +177,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the found firewal
     expect(crashed.code).not.toBe(0);
     expect(crashed.report).toBeUndefined();
     expect(m.stored().foundFirewall!.firewalld).toMatchObject({ status: 'retiring', stepsDone: [] });
+    expect(await m.status()).toContainEqual(expect.objectContaining({ tool: 'firewalld', state: 'retiring', stepsDone: [] }));
     expect(await unit('UnitFileState')).toBe('disabled');
     expect(await unit('ActiveState')).toBe('active');
 
@@ -181,5 +200,6 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the found firewal
     expect(report!.facts.filters).toContainEqual(expect.objectContaining({ kind: 'filter', owner: 'found', by: 'ufw', chain: 'ufw-user-input' }));
     expect(await ufwStatus()).toBe('Status: active');
     expect(m.stored().foundFirewall?.ufw).toBeUndefined();
+    expect((await m.status()).map((k) => k.tool)).not.toContain('ufw');
   });
 });

@@ -5,8 +5,9 @@ import { Outbox } from '../../report/outbox.js';
 import { formatReport } from '../../report/report.js';
 import { loadConfig } from '../../config/config.js';
 import { declaredServiceStates, formatServiceStates } from '../../services/declared.js';
+import { formatKeptFoundFirewalls, keptFoundFirewalls } from '../../firewall/kept.js';
 
-/** `mesh-host status`: mode, last applied, report sequence, footprint, held, last outcome. */
+/** `mesh-host status`: mode, last applied, report sequence, footprint, services, the found firewall as kept, held, last outcome. */
 export async function statusCommand(ctx: CommandContext): Promise<number> {
   if (ctx.flags['last-report'] === true) return lastReportCommand(ctx);
   return withHost(ctx, 'status', async (host) => {
@@ -25,6 +26,7 @@ export async function statusCommand(ctx: CommandContext): Promise<number> {
       held: s.held,
       refusals: s.refusals,
       services,
+      foundFirewall: keptFoundFirewalls(s),
     };
     output(ctx, status, () =>
       [
@@ -36,6 +38,7 @@ export async function statusCommand(ctx: CommandContext): Promise<number> {
         `footprint:       ${records.length} record${records.length === 1 ? '' : 's'}`,
         ...records.map((r) => `  ${r.type.padEnd(9)} ${r.id.padEnd(20)} ${r.target}${r.created ? '' : ' (taken)'} [${r.origin}]`),
         ...(Array.isArray(services) && services.length === 0 ? [] : ['services:', ...formatServiceStates(services)]),
+        ...formatKeptFoundFirewalls(status.foundFirewall),
         `held:            ${s.held.length}`,
         ...s.held.map((h) => `  ${h.target} (${h.id}): ${h.reason}`),
       ].join('\n'),
