@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { enrolledHost, type HostFixture } from '../support/daemon.js';
-import { freePort, NatsServer, natsUnavailable } from '../support/nats.js';
+import { useMesh } from '../support/mesh.js';
+import { freePort, natsUnavailable } from '../support/nats.js';
 import { newOperatorKey } from '../../src/declaration/envelope.js';
 import { parseLoopbackListen } from '../../src/metrics/export.js';
 
@@ -38,19 +38,11 @@ describe('metricsListen is loopback only', () => {
 });
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`metrics of a real daemon, against a real nats-server${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
-  let server: NatsServer;
-  let h: HostFixture;
-  beforeAll(async () => {
-    server = await NatsServer.start();
-  });
-  afterAll(async () => {
-    await h?.cleanup();
-    await server?.stop();
-  });
+  const mesh = useMesh();
 
   it('scraped over HTTP and read from the textfile, with values that match the reports', async () => {
     const port = await freePort();
-    h = await enrolledHost([server.url], { config: { metricsListen: `127.0.0.1:${port}` } });
+    const h = await mesh.enrol({ config: { metricsListen: `127.0.0.1:${port}` }, start: false });
     const file = join(h.dir, 'textfile', 'mesh-host.prom');
     writeFileSync(h.config, JSON.stringify({ ...JSON.parse(readFileSync(h.config, 'utf8')), metricsFile: file }));
     await h.start();
@@ -89,16 +81,36 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`metrics of a real
     expect(value(scraped, 'mesh_host_last_report_age_seconds')).toBeGreaterThanOrEqual(0);
     expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);
 
+    // A file edited by hand: the watcher's drift, the reconcile it asked for, counted as the reports say.
+    writeFileSync(join(h.root, 'srv/app/app.conf'), 'edited by hand\n');
+    await h.waitForReport('saying the drift', (r) => r.said.includes('drift: /srv/app/app.conf content changed'), 30_000);
+    const all = await h.reports();
+    const driftSaid = all.flatMap((r) => r.said).filter((line) => line.startsWith('drift: ')).length;
+    const reconciles = all.filter((r) => r.trigger === 'reconcile' && r.outcome === 'converged').length;
+    const lastNow = all.at(-1)!.sequence;
+    for (const until = Date.now() + 20_000; ; await new Promise((r) => setTimeout(r, 100))) {
+      scraped = samples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+      if (value(scraped, 'mesh_host_last_report_sequence') === lastNow) break;
+      if (Date.now() > until) throw new Error(`the scrape never showed report ${lastNow}: ${JSON.stringify([...scraped])}`);
+    }
+    expect(value(scraped, 'mesh_host_drift_found_total', { kind: 'path' })).toBe(driftSaid);
+    expect(value(scraped, 'mesh_host_applies_total', { trigger: 'reconcile', outcome: 'converged' })).toBe(reconciles);
+    expect(reconciles).toBeGreaterThanOrEqual(1);
+    expect(value(scraped, 'mesh_host_drift_found_total', { kind: 'unit' }) ?? 0).toBe(0);
+
     // The textfile: written whole after every apply and refusal, the same names, the node as a label.
     await new Promise<void>((resolve, reject) => {
       const until = Date.now() + 20_000;
-      const look = () => (existsSync(file) && value(samples(readFileSync(file, 'utf8')), 'mesh_host_last_report_sequence') === last ? resolve() : Date.now() > until ? reject(new Error('the textfile never said the last report')) : setTimeout(look, 100));
+      const look = () => (existsSync(file) && value(samples(readFileSync(file, 'utf8')), 'mesh_host_last_report_sequence') === lastNow ? resolve() : Date.now() > until ? reject(new Error('the textfile never said the last report')) : setTimeout(look, 100));
       look();
     });
     const text = readFileSync(file, 'utf8');
     const fromFile = samples(text);
     expect(value(fromFile, 'mesh_host_applies_total', { trigger: 'delivery', outcome: 'converged' })).toBe(deliveriesConverged);
     expect(value(fromFile, 'mesh_host_refusals', { kind: 'forged' })).toBe(1);
+    expect(value(fromFile, 'mesh_host_drift_found_total', { kind: 'path' })).toBe(driftSaid);
+    expect(value(fromFile, 'mesh_host_applies_total', { trigger: 'reconcile', outcome: 'converged' })).toBe(reconciles);
+    expect(value(fromFile, 'mesh_host_last_report_sequence')).toBe(lastNow);
     expect(text).toContain(`node="${h.node}"`);
     expect(readdirTemporaries(join(h.dir, 'textfile'))).toEqual([]);
   }, 120_000);

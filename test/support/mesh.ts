@@ -8,8 +8,8 @@ type HostOptions = Parameters<typeof enrolledHost>[1];
 export interface Mesh {
   /** The block's nats-server (started in its beforeAll). */
   readonly server: NatsServer;
-  /** An enrolled host on the block's server, its daemon started; ended after the test that asked for it. */
-  enrol(options?: HostOptions): Promise<HostFixture>;
+  /** An enrolled host on the block's server, its daemon started (unless `start: false`); ended after the test that asked for it. */
+  enrol(options?: HostOptions & { start?: boolean }): Promise<HostFixture>;
 }
 
 export interface MeshWithHost extends Mesh {
@@ -26,10 +26,10 @@ function registerMesh(options: { server?: ServerOptions; host?: HostOptions }, w
   let server: NatsServer | undefined;
   let host: HostFixture | undefined;
   const perTest: HostFixture[] = [];
-  const enrol = async (hostOptions?: HostOptions) => {
+  const enrol = async ({ start = true, ...hostOptions }: HostOptions & { start?: boolean } = {}) => {
     const h = await enrolledHost([started(server, 'the nats-server').url], hostOptions);
     perTest.push(h);
-    await h.start();
+    if (start) await h.start();
     return h;
   };
   beforeAll(async () => {
