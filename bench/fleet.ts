@@ -1,4 +1,4 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import { digestOf, newOperatorKey, sign } from '../src/declaration/envelope.js';
@@ -9,14 +9,24 @@ import { spawnSync } from 'node:child_process';
 import { projectDir } from '../test/support/cli.js';
 import { loadavg } from 'node:os';
 import { median } from './stats.js';
+import { newNkeySeed } from '../src/declaration/nkey.js';
+import { reportSigner, type ReportSigner } from '../src/link/report-trust.js';
+import { Enrolments } from '../src/link/enrolment.js';
 
 const NODES = 1000;
 
-/** Puts every simulated node's key, `reports` reports each (only the last counts) and one heartbeat. */
-async function populate(nc: NatsConnection, reports: number, firstSequence: number): Promise<void> {
+const signers = new Map<string, ReportSigner>();
+
+/**
+ * Puts every simulated node's key, `reports` reports each (only the last counts) and one heartbeat.
+ * Each node has its own key, pinned in the enrolments as the bundle step pins it, and signs its reports
+ * as a host does: the view checks every node's newest report against its key.
+ */
+export async function populate(nc: NatsConnection, reports: number, firstSequence: number): Promise<void> {
   const { seed } = await newOperatorKey();
   const kv = await new Kvm(nc).open(DECLARATIONS_BUCKET);
   const js = jetstream(nc);
+  const enrolments = await Enrolments.open(nc);
   const at = new Date().toISOString();
   for (let batch = 0; batch < NODES; batch += 100) {
     await Promise.all(
@@ -24,11 +34,19 @@ async function populate(nc: NatsConnection, reports: number, firstSequence: numb
         const node = `sim-${String(batch + i).padStart(4, '0')}`;
         const payload = Buffer.from(JSON.stringify({ version: 1, node, mode: 'converged', epoch: 1, sequence: 1, resources: [] }));
         const applied = { epoch: 1, sequence: 1, digest: digestOf(payload) };
-        if (firstSequence === 1) await kv.put(node, JSON.stringify(await sign(payload, seed)));
+        if (firstSequence === 1) {
+          signers.set(node, reportSigner(newNkeySeed('node')) as ReportSigner);
+          await enrolments.pin(node, signers.get(node)!.publicKey);
+          await kv.put(node, JSON.stringify(await sign(payload, seed)));
+        }
+        const signer = signers.get(node)!;
         for (let r = 0; r < reports; r++) {
           const sequence = firstSequence + r;
           const report = { node, sequence, trigger: 'reconcile', declaration: applied, mode: 'converged', outcome: 'converged', steps: [], said: [], facts: { held: [], links: [], filters: [], foundFirewall: null }, startedAt: at, finishedAt: at };
-          await js.publish(reportSubject(node), JSON.stringify(report), { msgID: reportMessageId(node, sequence) });
+          const bytes = Buffer.from(JSON.stringify(report));
+          const signature = headers();
+          for (const [name, value] of Object.entries(signer.headersFor(bytes))) signature.set(name, value);
+          await js.publish(reportSubject(node), bytes, { msgID: reportMessageId(node, sequence), headers: signature, timeout: 30_000 });
         }
         nc.publish(heartbeatSubject(node), JSON.stringify({ node, reportSequence: firstSequence + reports - 1, lastApplied: applied, uptimeSeconds: 1, intervalMs: 3_600_000 }));
       }),
@@ -47,8 +65,9 @@ function timeStatus(url: string, runs: number): { wall: number; cpu: number } {
     walls.push(performance.now() - started);
     const [user, system] = r.stderr.trim().split('\n').pop()!.split(' ').map(Number);
     cpus.push((user! + system!) * 1000);
-    const nodes = (JSON.parse(r.stdout) as { nodes: unknown[] }).nodes.length;
-    if (r.status !== 0 || nodes !== NODES) throw new Error(`meshctl status: exit ${r.status}, ${nodes} nodes: ${r.stderr}`);
+    const rows = (JSON.parse(r.stdout) as { nodes: { signature?: string }[] }).nodes;
+    const verified = rows.filter((row) => row.signature === 'verified').length;
+    if (r.status !== 0 || rows.length !== NODES || verified !== NODES) throw new Error(`meshctl status: exit ${r.status}, ${rows.length} nodes, ${verified} verified: ${r.stderr}`);
   }
   return { wall: median(walls), cpu: median(cpus) };
 }

@@ -1,14 +1,14 @@
 /**
  * Simulated hosts for the scale benchmark, many in one process: each has the real link session (its
- * own connection, the KV watch of its key, the re-read timer, heartbeats, status answers), the real
- * outbox and the real report path (sent shape, fitted under the server's limit, published with its
- * message id, removed on acknowledgement). The file work is a stand-in: the declaration is checked
+ * own connection, listening for puts to its key, the re-read timer, heartbeats, status answers), the
+ * real outbox and the real report path (sent shape, fitted under the server's limit, signed with its own
+ * key from `node-keys.json` in the state root, published with its message id, removed on acknowledgement). The file work is a stand-in: the declaration is checked
  * (signature, schema) as a host checks it, and every resource reported unchanged.
  *
  * argv: servers (comma-separated), first index, count, state root, the operator's public key.
- * Says "up N" on stdout when all its hosts are connected and watching.
+ * Says "up N" on stdout when all its hosts are connected and listening.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LinkSession } from '../src/link/session.js';
 import { systemClock } from '../src/system/clock.js';
@@ -16,6 +16,9 @@ import { Outbox, REPORT_HEADROOM } from '../src/report/outbox.js';
 import { receiveDeclaration } from '../src/declaration/load.js';
 import type { Report } from '../src/report/report.js';
 import type { Logger } from '../src/system/log.js';
+import { reportSigner, type ReportSigner } from '../src/link/report-trust.js';
+import { simNode } from './scale-support.js';
+
 
 const [servers, first, count, stateRoot, publicKey] = process.argv.slice(2) as [string, string, string, string, string];
 const quiet = (() => {
@@ -23,10 +26,11 @@ const quiet = (() => {
   return log as unknown as Logger;
 })();
 
+const seeds = JSON.parse(readFileSync(join(stateRoot, 'node-keys.json'), 'utf8')) as Record<string, string>;
 let up = 0;
 const hosts = Number(count);
 for (let i = Number(first); i < Number(first) + hosts; i++) {
-  const node = `sim-${String(i).padStart(5, '0')}`;
+  const node = simNode(i);
   const stateDir = join(stateRoot, node);
   mkdirSync(stateDir, { recursive: true });
   const outbox = new Outbox(stateDir);
@@ -34,7 +38,7 @@ for (let i = Number(first); i < Number(first) + hosts; i++) {
   let chain: Promise<void> = Promise.resolve();
   let wasUp = false;
   const session: LinkSession = new LinkSession(
-    { settings: { servers: servers.split(','), name: `sim ${node}` }, node, log: quiet, clock: systemClock, heartbeatMs: 30_000, rereadMs: 60_000 },
+    { settings: { servers: servers.split(','), name: `sim ${node}` }, node, log: quiet, clock: systemClock, signer: reportSigner(seeds[node]!) as ReportSigner, heartbeatMs: 30_000, rereadMs: Number(process.env.SCALE_REREAD_MS ?? 60_000) },
     {
       onDeclaration: ({ bytes, revision }) => {
         chain = chain.then(async () => {

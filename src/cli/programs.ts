@@ -65,7 +65,7 @@ export const meshctlProgram: ProgramSpec = {
     sign: { summary: 'sign a declaration; prints the envelope', args: ['FILE'], options: ['key'] },
     bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'embed-creds', 'node-key', 'out'] },
     send: { summary: 'put a declaration into the mesh for NODE', args: ['NODE', 'FILE'], options: ['key', 'epoch', 'replicas', ...linkOptions] },
-    'put-archive': { summary: 'upload an archive to the mesh\'s store; prints the resource to paste', args: ['FILE'], options: ['name', ...linkOptions] },
+    'put-archive': { summary: 'upload an archive to the mesh\'s store; prints the resource to paste', args: ['FILE'], options: ['name', 'replicas', ...linkOptions] },
     reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'replicas', ...linkOptions] },
     status: { summary: 'the fleet, one line a node (exit 1 when any failed, is silent or has not reported); with NODE, ask that host', args: ['NODE?'], options: linkOptions },
     'node-key': { summary: "make NODE's own key pair and pin its public key in the mesh (for bundle --node-key)", args: ['NODE'], options: ['out', 'replace', ...linkOptions] },

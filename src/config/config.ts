@@ -14,7 +14,7 @@ export interface HostConfig extends LinkAuth {
   verifyPauseMs: number;
   /** How long a command waits for the lock before it names the holder and gives up (exit 3). */
   lockTimeoutMs: number;
-  /** How often the key is read again besides the watch (default a minute): a watch can stall silently. */
+  /** How often the key is read again besides hearing its puts (default a minute): a notice can be missed. */
   rereadMs?: number;
   /** How often the heartbeat is published (the first after a random part of it). */
   heartbeatMs?: number;

@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { DECLARATIONS_BUCKET, HEARTBEAT_SUBJECTS, HEARTBEATS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from './wire.js';
+import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, ENROLMENTS_BUCKET, HEARTBEAT_SUBJECTS, HEARTBEATS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from './wire.js';
 import { lazy } from '../system/interop.js';
 
 /** How many copies the mesh's records keep: one a server, at most three (JetStream's useful bound). */
@@ -41,8 +41,8 @@ export interface WireSetUp {
 }
 
 /**
- * The control side creates the declarations bucket, the reports and heartbeats streams when missing,
- * with replicas sized to the cluster; hosts only read and publish. An existing one is left as it is
+ * The control side creates the declarations bucket, the reports and heartbeats streams, the enrolments
+ * bucket and the archives store when missing, with replicas sized to the cluster; hosts only read and publish. An existing one is left as it is
  * unless the operator asked for a number of replicas, which is then set.
  */
 export async function ensureWire(nc: NatsConnection, options: { replicas?: number } = {}): Promise<WireSetUp> {
@@ -85,6 +85,18 @@ export async function ensureWire(nc: NatsConnection, options: { replicas?: numbe
   if (!(await settle(HEARTBEATS_STREAM, `the stream ${HEARTBEATS_STREAM}`))) {
     await jsm.streams.add({ name: HEARTBEATS_STREAM, subjects: [HEARTBEAT_SUBJECTS], max_msgs_per_subject: 1, num_replicas: replicas });
     created.push(`the stream ${HEARTBEATS_STREAM}`);
+  }
+  // The control side's record of each node's key, and the fleet's archives: lost with their server
+  // otherwise, like the rest.
+  if (!(await settle(`KV_${ENROLMENTS_BUCKET}`, `the bucket ${ENROLMENTS_BUCKET}`))) {
+    const { Kvm } = await lazy(import('@nats-io/kv'));
+    await new Kvm(nc).create(ENROLMENTS_BUCKET, { history: 5, replicas });
+    created.push(`the bucket ${ENROLMENTS_BUCKET}`);
+  }
+  if (!(await settle(`OBJ_${ARCHIVES_BUCKET}`, `the archive store ${ARCHIVES_BUCKET}`))) {
+    const { Objm } = await lazy(import('@nats-io/obj'));
+    await new Objm(nc).create(ARCHIVES_BUCKET, { replicas });
+    created.push(`the archive store ${ARCHIVES_BUCKET}`);
   }
   return { created, changed, short, choice };
 }

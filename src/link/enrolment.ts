@@ -5,10 +5,10 @@ import { publicNkey } from '../declaration/nkey.js';
 import { refused } from '../system/errors.js';
 import { lazy } from '../system/interop.js';
 import { REPORT_KEY_HEADER, REPORT_SIGNATURE_HEADER, verifyReport, type ReportTrust, type SignedReport } from './report-trust.js';
-import { REPORTS_STREAM, reportSubject } from './wire.js';
+import { ENROLMENTS_BUCKET, REPORTS_STREAM, reportSubject } from './wire.js';
+import { chooseReplicas } from './control.js';
+import { latestPerSubject } from './latest.js';
 
-/** The control side's record of each node's key: a KV bucket no host's credentials reach. */
-export const ENROLMENTS_BUCKET = 'mesh_enrolments';
 
 /**
  * How a node's key came to be trusted: pinned by the operator when the bundle was made, or taken from
@@ -37,12 +37,30 @@ const FIRST_REPORT_SEARCH = 200;
  */
 export class Enrolments {
   private readonly cache = new Map<string, Enrolment | undefined>();
+  /** Every kept enrolment was read at once: a node not in the cache has none kept. */
+  private allRead = false;
 
-  private constructor(private readonly kv: KV, private readonly jsm: JetStreamManager) {}
+  private constructor(private readonly nc: NatsConnection, private readonly kv: KV, private readonly jsm: JetStreamManager) {}
 
+  /** Opens the bucket, making it when missing with replicas sized to the cluster (as the rest of the wire). */
   static async open(nc: NatsConnection): Promise<Enrolments> {
     const [{ Kvm }, { jetstreamManager }] = await Promise.all([lazy(import('@nats-io/kv')), lazy(import('@nats-io/jetstream'))]);
-    return new Enrolments(await new Kvm(nc).create(ENROLMENTS_BUCKET, { history: 5 }), await jetstreamManager(nc));
+    return new Enrolments(nc, await new Kvm(nc).create(ENROLMENTS_BUCKET, { history: 5, replicas: chooseReplicas(nc).replicas }), await jetstreamManager(nc));
+  }
+
+  /**
+   * Reads every node's enrolment in one pass (the last value of each key), for a reader about to check
+   * a whole fleet: a thousand nodes cost one consumer, not a thousand reads.
+   */
+  async readAll(): Promise<void> {
+    const kept = await latestPerSubject(this.nc, `KV_${ENROLMENTS_BUCKET}`, `$KV.${ENROLMENTS_BUCKET}.>`);
+    for (const message of kept.values()) {
+      const node = message.subject.slice(`$KV.${ENROLMENTS_BUCKET}.`.length);
+      const operation = message.headers?.get('KV-Operation');
+      if (this.cache.has(node)) continue;
+      this.cache.set(node, operation === 'DEL' || operation === 'PURGE' || message.bytes.length === 0 ? undefined : (JSON.parse(Buffer.from(message.bytes).toString('utf8')) as Enrolment));
+    }
+    this.allRead = true;
   }
 
   /** Checks one report against its node's key, enrolling the node from its first report when it has none. */
@@ -55,7 +73,7 @@ export class Enrolments {
   /** The node's enrolment: kept, or made now from its first signed report; undefined when it has none. */
   async enrolmentOf(node: string): Promise<Enrolment | undefined> {
     if (this.cache.has(node)) return this.cache.get(node);
-    const enrolment = (await this.read(node)) ?? (await this.enrolFromFirstReport(node));
+    const enrolment = (this.allRead ? undefined : await this.read(node)) ?? (await this.enrolFromFirstReport(node));
     this.cache.set(node, enrolment);
     return enrolment;
   }

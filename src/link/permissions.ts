@@ -1,4 +1,4 @@
-import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, heartbeatSubject, hostInboxPrefix, inventorySubject, reportSubject, statusSubject } from './wire.js';
+import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, declarationSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, reportSubject, statusSubject } from './wire.js';
 
 /** One subject a host's credentials allow, and why the host needs it. */
 export interface Grant {
@@ -18,17 +18,17 @@ const objStream = `OBJ_${ARCHIVES_BUCKET}`;
  * subject was found by running the host's own client calls against a server in operator mode.
  */
 export function hostGrants(node: string): Grant[] {
-  const key = `$KV.${DECLARATIONS_BUCKET}.${node}`;
+  const key = declarationSubject(node);
   return [
-    { direction: 'publish', subject: `${api}.DIRECT.GET.${kvStream}.${key}`, why: 'reads its own key (a direct get that names the key in the subject, so no other key can be asked for); on every reconnect and on the timer' },
-    { direction: 'publish', subject: `${api}.CONSUMER.CREATE.${kvStream}.*.${key}`, why: "watches its own key: creates the watch's ordered consumer, whose filter is in the subject (the server refuses a body whose filter differs); the consumer's name is random" },
+    { direction: 'publish', subject: `${api}.DIRECT.GET.${kvStream}.${key}`, why: 'reads its own key (a direct get that names the key in the subject, so no other key can be asked for): when a put is heard, on start, on every reconnect and on the timer' },
     { direction: 'publish', subject: reportSubject(node), why: 'publishes its reports into the stream' },
     { direction: 'publish', subject: heartbeatSubject(node), why: 'publishes its heartbeat' },
     { direction: 'publish', subject: `${api}.INFO`, why: 'the object store client asks whether JetStream is there before it opens the archives bucket (account totals, no names)' },
     { direction: 'publish', subject: `${api}.STREAM.INFO.${objStream}`, why: 'opens the archives bucket (its settings)' },
     { direction: 'publish', subject: `${api}.STREAM.MSG.GET.${objStream}`, why: "reads an archive's description (name, size, digest, chunk subject): archives are the fleet's, readable by every host" },
     { direction: 'publish', subject: `${api}.CONSUMER.CREATE.${objStream}.*.$O.${ARCHIVES_BUCKET}.C.*`, why: "reads an archive's chunks: an ordered consumer filtered on one object's chunk subject" },
-    { direction: 'subscribe', subject: `${hostInboxPrefix(node)}.>`, why: "its own replies: acknowledgements of its reports, answers of the JetStream API, the watch's and the fetch's deliveries (it connects with this inbox prefix, so it cannot read another host's)" },
+    { direction: 'subscribe', subject: key, why: 'hears every put to its own key (the value as published, read back with its revision by a direct get); no consumer on the server' },
+    { direction: 'subscribe', subject: `${hostInboxPrefix(node)}.>`, why: "its own replies: acknowledgements of its reports, answers of the JetStream API, the archive fetch's deliveries (it connects with this inbox prefix, so it cannot read another host's)" },
     { direction: 'subscribe', subject: statusSubject(node), why: 'answers status requests' },
     { direction: 'subscribe', subject: inventorySubject(node), why: 'answers inventory requests' },
   ];

@@ -4,7 +4,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Clock } from '../system/clock.js';
 import type { Logger } from '../system/log.js';
 import { connectLink, type LinkSettings } from './connect.js';
-import { DECLARATIONS_BUCKET, heartbeatSubject, hostInboxPrefix, inventorySubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
+import { DECLARATIONS_BUCKET, declarationSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
 import type { ReportSigner } from './report-trust.js';
 import { lazy } from '../system/interop.js';
 
@@ -14,7 +14,7 @@ export interface DeclarationValue {
 }
 
 export interface LinkHandlers {
-  /** A value of this node's key: from the watch, or from a read on reconnect or on the timer. */
+  /** A value of this node's key: read when a put is heard, on open, on reconnect and on the timer. */
   onDeclaration(value: DeclarationValue): void;
   onUp(): void;
   onDown(): void;
@@ -29,7 +29,7 @@ export interface LinkOptions {
   log: Logger;
   /** Every wait and the heartbeat's jitter go through it. */
   clock: Clock;
-  /** The key is read again this often, because a watch can stall silently. */
+  /** The key is read again this often, because a notice of a put can be missed (a disconnect, a lost route). */
   rereadMs?: number;
   heartbeatMs?: number;
   /** Signs every report at publish, over the exact bytes sent; without one, reports go unsigned (and are flagged). */
@@ -38,9 +38,14 @@ export interface LinkOptions {
 
 /**
  * The link, hiding the NATS client behind a small surface: the machine never sees a
- * NATS type. It watches this node's key, reads it again on every reconnect and on a timer, answers
- * status and inventory (read-only), sends a heartbeat, and publishes reports with their message id.
- * It carries no actions.
+ * NATS type. It listens for puts to this node's key and reads the key when one is heard, on every
+ * reconnect and on a timer; answers status and inventory (read-only), sends a heartbeat, and publishes
+ * reports with their message id. It carries no actions.
+ *
+ * Hearing a put is a plain subscription to the key's own subject, not a KV watch: a watch is a
+ * JetStream consumer on the server for every host (created through the cluster's meta leader, beating
+ * every 5 s, re-created on every reconnect), which at ten thousand hosts costs the servers more than
+ * everything else the fleet does; a subscription is only interest, and the client restores it itself.
  */
 export class LinkSession {
   private nc?: NatsConnection;
@@ -51,6 +56,9 @@ export class LinkSession {
   private timers = new Set<() => void>();
   private subs: Subscription[] = [];
   private lastRevision = 0;
+  /** A put was heard while a read for an earlier one was still going: read again after it. */
+  private heardAgain = false;
+  private readingHeard = false;
 
   constructor(private readonly options: LinkOptions, private readonly handlers: LinkHandlers) {}
 
@@ -95,7 +103,8 @@ export class LinkSession {
     }
     if (this.closed || !this.kv) return;
     this.handlers.onUp();
-    void this.watch();
+    // Listening first, then reading: a put between the two is heard, one before is read.
+    this.listenForPuts();
     const every = this.options.rereadMs ?? 60_000;
     const reread = () => {
       void this.reread('timer');
@@ -134,16 +143,45 @@ export class LinkSession {
     this.handlers.onDeclaration(value);
   }
 
-  private async watch(): Promise<void> {
-    const kv = this.kv!;
+  /**
+   * Every put to this node's key is also delivered to whoever listens on its subject; deletes and purges
+   * (marked by the KV-Operation header) say nothing to apply. What is heard is only a notice: the value
+   * applied is the one read back with its revision, which orders it.
+   */
+  private listenForPuts(): void {
+    const sub = this.nc!.subscribe(declarationSubject(this.options.node), {
+      callback: (err, msg) => {
+        if (err || this.closed) return;
+        const operation = msg.headers?.get('KV-Operation');
+        if (operation === 'DEL' || operation === 'PURGE') return;
+        this.heardAgain = true;
+        if (!this.readingHeard) void this.readHeard();
+      },
+    });
+    this.subs.push(sub);
+  }
+
+  /**
+   * Reads the key until a revision newer than the last one delivered is there. The notice can come
+   * before the stream has stored the put (or, in a cluster, before the replica that answers the read has
+   * it), so an unchanged read is tried again a few times, backing off; a notice of a put the stream
+   * refused (a compare-and-set that lost) never brings a new revision, and the reads stop after ~6 s.
+   */
+  private async readHeard(): Promise<void> {
+    this.readingHeard = true;
     try {
-      const iterator = await kv.watch({ key: this.options.node, ignoreDeletes: true });
-      for await (const entry of iterator) {
-        if (this.closed) break;
-        if (entry.operation === 'PUT') this.deliver({ bytes: entry.value, revision: entry.revision });
+      while (this.heardAgain && !this.closed) {
+        this.heardAgain = false;
+        const before = this.lastRevision;
+        for (let attempt = 0; attempt < 8 && !this.closed && !this.heardAgain; attempt++) {
+          await this.reread('put heard');
+          if (this.lastRevision > before) break;
+          await this.pause(25 * 2 ** attempt);
+        }
       }
-    } catch (err) {
-      if (!this.closed) this.options.log.warn({ err: (err as Error).message }, 'link: the watch ended; the timer and reconnects read the key meanwhile');
+    } finally {
+      // Set in the same turn as the loop's last look: a notice after it starts a new read.
+      this.readingHeard = false;
     }
   }
 

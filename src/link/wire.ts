@@ -16,6 +16,10 @@ export const HEARTBEAT_SUBJECTS = 'mesh.heartbeat.>';
 /** The stream under a KV bucket, and the subject of one key in it. */
 export const DECLARATIONS_STREAM = `KV_${DECLARATIONS_BUCKET}`;
 export const DECLARATION_SUBJECTS = `$KV.${DECLARATIONS_BUCKET}.>`;
+/** The subject of one node's key: a put is stored by the stream and heard by whoever listens on it. */
+export const declarationSubject = (node: string) => `$KV.${DECLARATIONS_BUCKET}.${node}`;
+/** The control side's record of each node's key (no host's credentials reach it). */
+export const ENROLMENTS_BUCKET = 'mesh_enrolments';
 /** Archives, in the JetStream Object Store: meshctl put-archive writes, hosts only read. */
 export const ARCHIVES_BUCKET = 'mesh_archives';
 /**

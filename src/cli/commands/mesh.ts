@@ -93,7 +93,9 @@ export async function reportsCommand(ctx: CommandContext): Promise<number> {
     const follow = ctx.flags.follow === true;
     if (!follow && (await consumer.info()).num_pending === 0) return EXIT.ok;
     const enrolments = await Enrolments.open(nc);
-    const messages = await consumer.consume();
+    // Over the whole fleet, every node's enrolment in one read rather than one read a node.
+    if (!node) await enrolments.readAll();
+    const messages = await consumer.consume({ max_messages: 1000 });
     // Following ends on Ctrl-C or SIGTERM, after the line being printed: a clean end, status 0.
     const end = () => void messages.close();
     const signals = ['SIGINT', 'SIGTERM'] as const;

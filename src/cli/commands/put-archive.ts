@@ -8,7 +8,7 @@ import { ArchiveRefused } from '../../archive/refusal.js';
 import { ARCHIVES_BUCKET } from '../../link/wire.js';
 import { EXIT, refused, usageError } from '../../system/errors.js';
 import { output, stringFlag, type CommandContext } from '../context.js';
-import { connectControl } from './mesh.js';
+import { connectWire } from './mesh.js';
 
 const OBJECT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.+=@/-]{0,254}$/;
 
@@ -37,7 +37,7 @@ export async function putArchiveCommand(ctx: CommandContext): Promise<number> {
     if (err instanceof ArchiveRefused) throw refused(`${file}: hosts would refuse this archive: ${err.message}; nothing was uploaded`);
     throw err;
   }
-  const nc = await connectControl(ctx);
+  const nc = await connectWire(ctx);
   try {
     const info = await putArchiveObject(nc, name, file);
     if (info.sha256 !== sha256 || info.size !== size) {

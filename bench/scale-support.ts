@@ -1,0 +1,37 @@
+/** What the scale benchmarks share: the servers' processes, their figures, and the simulated hosts' names. */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** The nats-server processes listening on these client ports (each started by the benchmark itself). */
+export function serverPids(ports: number[]): number[] {
+  return ports.flatMap((port) => {
+    try {
+      return [Number(execFileSync('pgrep', ['-f', `nats-server -a 127.0.0.1 -p ${port} `], { encoding: 'utf8' }).trim().split('\n')[0])];
+    } catch {
+      return [];
+    }
+  });
+}
+
+export const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+/** User + system clock ticks of a process. */
+export function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]);
+}
+
+/** Retries while a new cluster elects its meta leader (up to a minute). */
+export async function waitFor<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      if (attempt > 120) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+/** The node id of the i-th simulated host. */
+export const simNode = (i: number) => `sim-${String(i).padStart(5, '0')}`;
