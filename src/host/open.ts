@@ -29,6 +29,8 @@ export interface OpenHost {
  * fn against it; the lock is released however fn ends.
  */
 export async function withLockedStore<T>(stateDir: string, log: Logger, lock: { command: string; timeoutMs: number }, fn: (store: Store) => Promise<T>): Promise<T> {
+  // The lock lives in the state directory: a machine never enrolled has none yet (a daemon given a bundle).
+  ensureStateDir(stateDir);
   const held = await acquireLock(stateDir, lock);
   try {
     return await fn(openStore(stateDir, log));
@@ -40,7 +42,6 @@ export async function withLockedStore<T>(stateDir: string, log: Logger, lock: { 
 /** A command's host: the configuration read, the state directory made, the store opened under the lock. */
 export async function openHost<T>(paths: HostPaths, deps: HostDeps, command: string, run: (host: OpenHost) => Promise<T>): Promise<T> {
   const { config } = loadConfig(paths.configPath);
-  ensureStateDir(paths.stateDir);
   const archiveLink: ArchiveLink = { settings: { servers: config.servers, ...linkAuthOf(config), inboxPrefix: hostInboxPrefix(config.node) } };
   const archives = onDemandArchiveObjects(archiveLink, deps.log);
   try {
