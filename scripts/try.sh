@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, end to end on loopback, on a scratch tree: installs what it needs, shows what mesh-host
 # sees on this machine, starts a nats-server for the mesh, enrols a host by genesis on a scratch --root,
-# runs the daemon, sends a changed declaration with meshctl, shows the reports, and stops everything.
+# runs the daemon, puts an archive in the mesh's object store, sends a changed declaration that unpacks it
+# (and the same again), shows the reports, the host and the fleet, and stops everything.
 # Nothing outside the scratch folder is touched; only processes started here are stopped, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 [ "${MESH_HOST_SETUP_DONE:-}" = 1 ] || bash scripts/setup.sh >&2
 
 scratch=$(mktemp -d /tmp/mesh-host-try.XXXXXX)
-mkdir -p "$scratch/root/etc" "$scratch/root/srv" "$scratch/nats"
+mkdir -p "$scratch/root/etc" "$scratch/root/srv" "$scratch/nats" "$scratch/site/assets"
 port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
 server="nats://127.0.0.1:$port"
 flags=(--root "$scratch/root" --state-dir "$scratch/state" --config "$scratch/host.json")
@@ -52,15 +53,36 @@ wait_reports() {
   return 1
 }
 
-echo "== meshctl send example fixtures/declarations/example-update.json, then the same again (it names no sequence: each send takes the next)"
-./bin/meshctl send example fixtures/declarations/example-update.json --key "$scratch/keys/operator.nk" --server "$server" --log-level warn
+echo "== an archive for the hosts: a small site, packed the same way every time (its sha256 is stable)"
+(
+  umask 022
+  printf '<h1>Served from an archive the mesh unpacked.</h1>\n' > "$scratch/site/index.html"
+  printf 'h1 { font-family: sans-serif; }\n' > "$scratch/site/assets/site.css"
+  chmod 0755 "$scratch/site/assets"
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$scratch/site" -cf - index.html assets | gzip -n > "$scratch/site.tar.gz"
+)
+echo "== meshctl put-archive site.tar.gz --name site-1.tar.gz (read as every host will, then uploaded to the mesh's object store)"
+./bin/meshctl put-archive "$scratch/site.tar.gz" --name site-1.tar.gz --server "$server" --log-level warn | tee "$scratch/put-archive.out"
+# The resource it printed, unpacked at /srv/site, added to the changed declaration.
+tail -n 1 "$scratch/put-archive.out" | node -e '
+  const resource = { ...JSON.parse(require("fs").readFileSync(0, "utf8")), path: "/srv/site" };
+  const declaration = JSON.parse(require("fs").readFileSync("fixtures/declarations/example-update.json", "utf8"));
+  declaration.resources.push(resource);
+  require("fs").writeFileSync(process.argv[1], JSON.stringify(declaration, null, 2));' "$scratch/example-update.json"
+echo
+
+echo "== meshctl send example example-update.json (fixtures/declarations/example-update.json and the archive at /srv/site), then the same again (it names no sequence: each send takes the next)"
+./bin/meshctl send example "$scratch/example-update.json" --key "$scratch/keys/operator.nk" --server "$server" --log-level warn
 wait_reports 2
-./bin/meshctl send example fixtures/declarations/example-update.json --key "$scratch/keys/operator.nk" --server "$server" --log-level warn
+./bin/meshctl send example "$scratch/example-update.json" --key "$scratch/keys/operator.nk" --server "$server" --log-level warn
 wait_reports 3
 echo
-echo "== meshctl reports --node example (one line a report: sequence, trigger, outcome, steps)"
+echo "== meshctl reports --node example (one line a report: sequence, trigger, outcome, steps; then each step that changed something)"
 ./bin/meshctl reports --node example --server "$server" --log-level warn \
-  | node -e 'require("readline").createInterface({input:process.stdin}).on("line",l=>{const r=JSON.parse(l);const c={};for(const n of Object.values(r.unchanged||{}))c.unchanged=(c.unchanged||0)+n;for(const s of r.steps)c[s.status]=(c[s.status]||0)+1;console.log(`report ${r.sequence}: ${r.trigger} ${r.outcome} (${Object.entries(c).map(([k,v])=>v+" "+k).join(", ")})`)})'
+  | node -e 'require("readline").createInterface({input:process.stdin}).on("line",l=>{const r=JSON.parse(l);const c={};for(const n of Object.values(r.unchanged||{}))c.unchanged=(c.unchanged||0)+n;for(const s of r.steps)c[s.status]=(c[s.status]||0)+1;console.log(`report ${r.sequence}: ${r.trigger} ${r.outcome} (${Object.entries(c).map(([k,v])=>v+" "+k).join(", ")})`);for(const s of r.steps)if(s.status!=="unchanged")console.log(`  ${s.status} ${s.type} ${s.resource} ${s.target}`)})'
+echo
+echo "== the archive, unpacked on the scratch root at /srv/site"
+(cd "$scratch/root/srv/site" && find . -type f | sort | while read -r f; do echo "$f: $(head -c 60 "$f")"; done)
 echo
 echo "== meshctl status example (the host asked)"
 ./bin/meshctl status example --server "$server" --log-level warn
