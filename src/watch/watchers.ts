@@ -12,7 +12,13 @@ export interface HostWatchInput {
   declared: readonly Resource[];
   /** The footprint: what the host owns on the machine. */
   records: Readonly<Record<string, ResourceRecord>>;
+  /** Where the declared paths are (`--root`). */
   root: string;
+  /**
+   * Where the service manager's own files are seen (its invocation links, OpenRC's pidfiles): the
+   * machine's `/`, whatever `--root` says, since services are the machine's and never rooted.
+   */
+  managerRoot?: string;
   /** Asked for only when a service is to be watched. */
   serviceManager?: () => Promise<ServiceManager | undefined>;
   onFound(found: Finding[]): void;
@@ -41,7 +47,7 @@ export function watchHost(input: HostWatchInput): Watcher {
     input.serviceManager().then(
       (manager) => {
         if (closed || !manager) return;
-        watchers.push(watchUnits({ units, probe: unitProbe(manager, input.root), onFound: input.onFound, log: input.log, ...(input.unitIntervalMs ? { intervalMs: input.unitIntervalMs } : {}) }));
+        watchers.push(watchUnits({ units, probe: unitProbe(manager, input.managerRoot ?? '/'), onFound: input.onFound, log: input.log, ...(input.unitIntervalMs ? { intervalMs: input.unitIntervalMs } : {}) }));
       },
       (err: Error) => input.log.warn({ err: err.message }, 'watch: no service manager to watch the units with'),
     );
