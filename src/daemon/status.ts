@@ -4,9 +4,9 @@ import { STATE_FILE } from '../store/store.js';
 import { keptFoundFirewalls } from '../firewall/kept.js';
 import type { StoreState } from '../store/state.js';
 
-/** What `meshctl status` is answered: the store as saved, read without the lock (it is saved whole), and the lifecycle's state. */
+/** What `meshctl status` is answered: the store's head as saved, read without the lock (it is renamed whole), and the lifecycle's state. */
 export function statusOf(stateDir: string, node: string, lifecycleState: unknown) {
-  let state: Record<string, unknown> & { records?: object } = {};
+  let state: Record<string, unknown> & { records?: object; journal?: { records?: number } } = {};
   try {
     state = JSON.parse(readFileSync(join(stateDir, STATE_FILE), 'utf8')) as typeof state;
   } catch {
@@ -20,7 +20,8 @@ export function statusOf(stateDir: string, node: string, lifecycleState: unknown
     lastOutcome: state.lastOutcome ?? null,
     held: state.held ?? [],
     refusals: state.refusals ?? {},
-    footprint: Object.keys(state.records ?? {}).length,
+    // The head counts the records its journal holds (a store saved whole before holds them itself).
+    footprint: state.journal?.records ?? Object.keys(state.records ?? {}).length,
     foundFirewall: keptFoundFirewalls(state as Pick<StoreState, 'foundFirewall'>),
     state: lifecycleState,
   };

@@ -1,10 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { HostConfig } from '../config/config.js';
 import type { Resource } from '../declaration/schema.js';
 import { reconcileSource, type KeptDeclaration } from '../host/kept.js';
 import type { ManagerChoice } from '../services/choose.js';
-import { STATE_FILE, type Store } from '../store/store.js';
+import { peekState, type Store } from '../store/store.js';
 import type { StoreState } from '../store/state.js';
 import type { Logger } from '../system/log.js';
 import type { Finding } from '../watch/finding.js';
@@ -28,12 +26,8 @@ export function startWatching(deps: WatchingDeps): () => void {
   let close: (() => void) | undefined;
   let closed = false;
   void (async () => {
-    let state: StoreState;
-    try {
-      state = JSON.parse(readFileSync(join(deps.stateDir, STATE_FILE), 'utf8')) as StoreState;
-    } catch {
-      return;
-    }
+    const state = peekState(deps.stateDir);
+    if (state === undefined) return;
     const declared = await lastDeclared(deps, state);
     if (closed) return;
     const watcher = watchHost({

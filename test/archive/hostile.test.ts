@@ -164,7 +164,7 @@ function stateListing(stateDir: string): string[] {
   const walk = (rel: string) => {
     for (const name of readdirSync(join(stateDir, rel), { withFileTypes: true })) {
       const path = rel ? `${rel}/${name.name}` : name.name;
-      if (path === 'state.json' || path.startsWith('outbox')) continue;
+      if (path === 'state.json' || /^records\.\d+\.jsonl$/.test(path) || path.startsWith('outbox')) continue;
       out.push(name.isDirectory() ? `${path}/` : `${path} ${readFileSync(join(stateDir, path)).length}`);
       if (name.isDirectory()) walk(path);
     }

@@ -37,7 +37,7 @@ describe('the write path', () => {
     expect(quiet.kind).toBe('silent');
     const after = statSync(state);
     expect([after.ino, after.mtimeMs, after.size]).toEqual([before.ino, before.mtimeMs, before.size]);
-    expect(readdirSync(host.stateDir).sort()).toEqual(['intents', 'state.json']);
+    expect(readdirSync(host.stateDir).sort()).toEqual(['intents', 'records.1.jsonl', 'state.json']);
   });
 
   it('a batch leaves no temporary file and no intent behind', async () => {

@@ -3,7 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { Store } from '../../src/store/store.js';
+import { peekState, Store } from '../../src/store/store.js';
 import { projectDir } from '../support/cli.js';
 import { scratchFolders } from '../support/tree.js';
 
@@ -15,14 +15,16 @@ const stateDir = () => folder('state');
 function assertWhole(dir: string): number {
   const file = join(dir, 'state.json');
   if (!existsSync(file)) return 0;
-  const state = JSON.parse(readFileSync(file, 'utf8')) as { reportSequence: number; records: Record<string, { appliedAt: string }> };
+  const state = peekState(dir)!;
   expect(Object.keys(state.records)).toHaveLength(50);
   for (const r of Object.values(state.records)) expect(r.appliedAt).toBe(String(state.reportSequence));
   return state.reportSequence;
 }
 
+/** Temporary saves, and journals of a generation the head does not name (a compaction cut short). */
 function leftovers(dir: string): number {
-  return readdirSync(dir).filter((n) => n.startsWith('state.json.tmp-')).length;
+  const named = existsSync(join(dir, 'state.json')) ? `records.${(JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { journal?: { generation: number } }).journal?.generation}.jsonl` : '';
+  return readdirSync(dir).filter((n) => n.startsWith('state.json.tmp-') || (/^records\.\d+\.jsonl$/.test(n) && n !== named)).length;
 }
 
 const strace = (args: string[], dir: string, count = 1) =>
@@ -58,17 +60,19 @@ describe('a store killed mid-save is the old one or the new one, never torn', ()
     const dir = stateDir();
     strace([], dir, 1);
     const base = readFileSync(join(dir, 'state.json'));
-    // fsync of the temporary file, the rename, the fsync of the directory.
-    for (const inject of ['fsync:signal=SIGKILL:when=1', 'rename:signal=SIGKILL', 'fsync:signal=SIGKILL:when=2']) {
+    const baseState = peekState(dir);
+    // The journal line's fdatasync, the head's temporary file's fsync, the head's rename (the commit), the directory's fsync.
+    for (const inject of ['fdatasync:signal=SIGKILL', 'fsync:signal=SIGKILL:when=1', 'rename:signal=SIGKILL', 'fsync:signal=SIGKILL:when=2']) {
       const syscall = inject.split(':')[0]!;
       const run = strace(['-e', `trace=${syscall}`, '-e', `inject=${inject}`], dir);
       expect(run.status, `${inject}: ${run.stderr}`).toBeNull();
       expect(run.signal).toBe('SIGKILL');
       const sequence = assertWhole(dir);
       if (inject !== 'fsync:signal=SIGKILL:when=2') {
-        // Killed before the rename: the old store, byte for byte, and the leftover is cleaned at start.
+        // Killed before the rename: the old store, byte for byte (the journal's bytes past the committed length are not read).
         expect(readFileSync(join(dir, 'state.json'))).toEqual(base);
-        expect(leftovers(dir)).toBe(1);
+        expect(peekState(dir)).toEqual(baseState);
+        expect(leftovers(dir)).toBe(inject === 'fdatasync:signal=SIGKILL' ? 0 : 1);
       } else {
         expect(sequence).toBe(JSON.parse(base.toString()).reportSequence + 1);
       }
@@ -82,10 +86,10 @@ describe('a store killed mid-save is the old one or the new one, never torn', ()
     const dir = stateDir();
     strace([], dir, 1);
     const base = readFileSync(join(dir, 'state.json'));
-    for (const [trace, inject] of [['rename', 'rename:error=EIO'], ['fsync', 'fsync:error=EIO']] as const) {
+    for (const [trace, inject] of [['rename', 'rename:error=EIO'], ['fsync', 'fsync:error=EIO'], ['fdatasync', 'fdatasync:error=EIO'], ['pwrite64', 'pwrite64:error=ENOSPC']] as const) {
       const run = strace(['-e', `trace=${trace}`, '-e', `inject=${inject}`], dir);
       expect(run.status, run.stderr).toBe(9);
-      expect(run.stderr).toMatch(/save \d+ failed: EIO/);
+      expect(run.stderr).toMatch(/save \d+ failed: (EIO|ENOSPC)/);
       expect(readFileSync(join(dir, 'state.json'))).toEqual(base);
       assertWhole(dir);
       // A failed save removes its own temporary file.

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { chmodSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Store } from '../../src/store/store.js';
@@ -26,7 +26,7 @@ describe('the store', () => {
     store.record(record('a'));
     store.update((s) => (s.reportSequence = 7));
     store.save();
-    expect(readdirSync(dir)).toEqual(['state.json']);
+    expect(readdirSync(dir).sort()).toEqual(['records.1.jsonl', 'state.json']);
     const again = Store.open(dir, log);
     expect(again.state.records.a).toEqual(record('a'));
     expect(again.state.reportSequence).toBe(7);
@@ -85,5 +85,92 @@ describe('the store', () => {
     chmodSync(dir, 0o777);
     Store.open(dir, capture().log);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
+  });
+
+  it('writes what changed: one journal line a save, the head renamed whole', () => {
+    const dir = stateDir();
+    const { log } = capture();
+    const store = Store.open(dir, log);
+    for (let i = 0; i < 1000; i++) store.record(record(`r${i}`));
+    store.save();
+    const journal = join(dir, 'records.1.jsonl');
+    const first = statSync(journal).size;
+    store.record({ ...record('r7'), appliedAt: 'later' });
+    store.forget('r8');
+    store.save();
+    const grown = statSync(journal).size - first;
+    // One record set and one dropped: a line of about one record, not the thousand again.
+    expect(grown).toBeLessThan(300);
+    expect(readFileSync(journal, 'utf8').split('\n').at(-2)).toBe(JSON.stringify({ set: { r7: { ...record('r7'), appliedAt: 'later' } }, drop: ['r8'] }));
+    expect(statSync(join(dir, 'state.json')).size).toBeLessThan(400);
+    const again = Store.open(dir, log);
+    expect(Object.keys(again.state.records)).toHaveLength(999);
+    expect(again.state.records.r7!.appliedAt).toBe('later');
+    expect(again.state.records.r8).toBeUndefined();
+  });
+
+  it('compacts into a new generation once the lines outgrow half the first, and removes the old', () => {
+    const dir = stateDir();
+    const { log } = capture();
+    const store = Store.open(dir, log);
+    for (let i = 0; i < 2000; i++) store.record(record(`r${i}`));
+    store.save();
+    let saves = 0;
+    while (existsSync(join(dir, 'records.1.jsonl'))) {
+      for (let i = 0; i < 200; i++) store.record({ ...record(`r${i}`), appliedAt: `save ${saves}` });
+      store.save();
+      saves++;
+    }
+    expect(saves).toBeGreaterThan(1);
+    expect(readdirSync(dir).sort()).toEqual(['records.2.jsonl', 'state.json']);
+    expect(readFileSync(join(dir, 'records.2.jsonl'), 'utf8').split('\n')).toHaveLength(2);
+    const again = Store.open(dir, log);
+    expect(Object.keys(again.state.records)).toHaveLength(2000);
+    expect(again.state.records.r0!.appliedAt).toBe(`save ${saves - 1}`);
+  });
+
+  it('ignores and trims what a save cut before its head wrote past the committed length; removes a generation no head names', () => {
+    const dir = stateDir();
+    const { log } = capture();
+    const store = Store.open(dir, log);
+    store.record(record('a'));
+    store.save();
+    const committed = readFileSync(join(dir, 'records.1.jsonl'));
+    appendFileSync(join(dir, 'records.1.jsonl'), '{"set":{"b":{"id":"b","type":"file","tar');
+    writeFileSync(join(dir, 'records.2.jsonl'), '{"set":{}}\n');
+    const again = Store.open(dir, log);
+    expect(Object.keys(again.state.records)).toEqual(['a']);
+    expect(again.leftoversRemoved).toBe(1);
+    expect(readFileSync(join(dir, 'records.1.jsonl'))).toEqual(committed);
+    again.record(record('c'));
+    again.save();
+    expect(Object.keys(Store.open(dir, log).state.records).sort()).toEqual(['a', 'c']);
+  });
+
+  it('refuses to start (exit 4) when the journal its head names is missing or shorter, and leaves it all untouched', () => {
+    const dir = stateDir();
+    const { log } = capture();
+    const store = Store.open(dir, log);
+    store.record(record('a'));
+    store.save();
+    writeFileSync(join(dir, 'records.1.jsonl'), '');
+    expect(() => Store.open(dir, log)).toThrow(/shorter \(0 bytes\) than the \d+ its head committed.*left untouched/);
+    rmSync(join(dir, 'records.1.jsonl'));
+    expect(() => Store.open(dir, log)).toThrow(HostError);
+    expect(readdirSync(dir)).toEqual(['state.json']);
+  });
+
+  it('reads a store saved whole (records in its head) and moves it to a journal at its next save', () => {
+    const dir = stateDir();
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    writeFileSync(join(dir, 'state.json'), JSON.stringify({ version: 1, records: { a: record('a') }, held: [], reportSequence: 3, refusals: {} }));
+    const { log, lines } = capture();
+    const store = Store.open(dir, log);
+    expect(store.state.records.a).toEqual(record('a'));
+    store.record(record('b'));
+    store.save();
+    expect(readdirSync(dir).sort()).toEqual(['records.1.jsonl', 'state.json']);
+    expect(Object.keys(Store.open(dir, log).state.records).sort()).toEqual(['a', 'b']);
+    expect(lines.filter((l) => l.level >= 50)).toEqual([]);
   });
 });
