@@ -142,7 +142,7 @@ export async function applyPlan(plan: Plan, ctx: ConvergeContext, handlers: Hand
         steps.push({ ...planned.step, status: 'skipped', detail: `skipped: ${(error as { resource: string }).resource} failed before it` });
         continue;
       }
-      const done = item.kind === 'remove' ? await handler.remove(item.record, ctx, true) : await handler.converge(item.resource, ctx, true);
+      const done = item.kind === 'remove' ? await handler.remove(item.record, ctx, true) : await handler.converge(item.resource, ctx, true, planned);
       if (done.problem !== undefined) throw new Error(done.problem);
       if (done.remember) ctx.store.record(done.remember);
       const step: StepResult = { ...done.step, status: statusOf(done), ...(done.detail ? { detail: done.detail } : {}) };

@@ -51,9 +51,19 @@ function keepOriginal(ctx: ConvergeContext, resource: FileResource, st: Stats): 
   return { kind: 'file', mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, copy };
 }
 
+/** What a check found a file's drift to be, against which look of it: the apply reuses it when the file looks the same. */
+interface DriftMemo {
+  look: string;
+  digest: string;
+  drift: Drift;
+}
+
+/** Everything lstat says that a change of the file (content, mode, owner, links) would move. */
+const lookOf = (st: Stats) => `${st.ino}:${st.dev}:${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.mode}:${st.uid}:${st.gid}:${st.nlink}`;
+
 export const fileHandler: ResourceHandler<FileResource> = {
   batched: true,
-  async converge(resource, ctx, apply): Promise<Checked> {
+  async converge(resource, ctx, apply, planned): Promise<Checked> {
     const path = resource.path;
     const step = (actions: string[]) => stepOf(resource, path, actions);
     const seen = observe(resource, ctx, apply);
@@ -76,6 +86,26 @@ export const fileHandler: ResourceHandler<FileResource> = {
       if (apply) write(want, true, (seen) => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: true, seen, appliedAt: ctx.now() }));
       return { step: step(['create']), verb: 'create' };
     }
+    const found = st;
+    /**
+     * Brings a found file to what is declared: only its mode and owner when the content is already right
+     * (a chmod and an fsync, not a whole new file), else the content written whole.
+     */
+    const mend = (drift: Drift, record: (seen: SeenFile) => ResourceRecord) => {
+      if (drift.content || !found.isFile() || found.nlink > 1) return write(want, false, record);
+      const change = ctx.writes.change(resource.id);
+      change.setMeta(path, want, 'file');
+      change.whenDurable((done) => ctx.store.record(record(seenOf(done.statOf(path)!, digest))));
+      // A service that restarts on this file restarts on its mode and owner too, as when it was written whole.
+      ctx.changedFiles.add(resource.id);
+    };
+    /** The drift the plan found, when the file looks as it did then; read and compared otherwise. */
+    const driftOf = async (): Promise<Drift> => {
+      const memo = planned?.memo as DriftMemo | undefined;
+      if (apply && memo && memo.look === lookOf(found) && memo.digest === digest) return memo.drift;
+      return drifted(resource, ctx, found, content(), want);
+    };
+    const memo = (drift: Drift): DriftMemo => ({ look: lookOf(found), digest, drift });
     if (st.isSymbolicLink() && !record) {
       return { step: step([]), verb: 'none', problem: `${path} is a symbolic link (to ${ctx.fs.readlink(path)}), not followed` };
     }
@@ -86,27 +116,27 @@ export const fileHandler: ResourceHandler<FileResource> = {
     if (!record) {
       const verdict = foundVerdict(resource, ctx);
       if (verdict === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
-      const drift = await drifted(resource, ctx, st, content(), want);
+      const drift = await driftOf();
       if (apply) {
         const original = keepOriginal(ctx, resource, st);
         const taken = (seen: SeenFile): ResourceRecord => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: false, original, seen, appliedAt: ctx.now() });
-        if (drift.length > 0) write(want, false, taken);
+        if (drift.actions.length > 0) mend(drift, taken);
         else ctx.store.record(taken(seenOf(st, digest)));
       }
-      return { step: step(['take', ...drift]), verb: 'take', detail: 'found here; taken over, the original kept' };
+      return { step: step(['take', ...drift.actions]), verb: 'take', detail: 'found here; taken over, the original kept', memo: memo(drift) };
     }
 
     // Ours: maintained, not set once; drift is returned. Unchanged since last seen whole: not read.
     if (st.isFile() && unchangedSince(record.seen, st, digest) && metaDrift(st, want, ctx.accounts).length === 0 && st.nlink === 1) {
       return { step: step([]), verb: 'none' };
     }
-    const drift = st.isSymbolicLink() ? ['symbolic link replaced by the file'] : await drifted(resource, ctx, st, content(), want);
-    if (drift.length === 0) {
+    const drift: Drift = st.isSymbolicLink() ? { actions: ['symbolic link replaced by the file'], content: true } : await driftOf();
+    if (drift.actions.length === 0) {
       // Read whole and found as declared (touched, or not seen yet): the apply remembers how it looks now.
       return { step: step([]), verb: 'none', remember: { ...record, seen: seenOf(st, digest) } };
     }
-    if (apply) write(want, false, (seen) => ({ ...record, origin: ctx.origin, seen, appliedAt: ctx.now() }));
-    return { step: step(drift), verb: 'update' };
+    if (apply) mend(drift, (seen) => ({ ...record, origin: ctx.origin, seen, appliedAt: ctx.now() }));
+    return { step: step(drift.actions), verb: 'update', memo: memo(drift) };
   },
 
   async remove(record, ctx, apply): Promise<Checked> {
@@ -148,15 +178,22 @@ export const fileHandler: ResourceHandler<FileResource> = {
   },
 };
 
-async function drifted(resource: FileResource, ctx: ConvergeContext, st: Stats, content: Buffer, want: Wanted): Promise<string[]> {
+/** A found file's drift: the plan's actions, and whether its content differs (else mode and owner alone are set). */
+interface Drift {
+  actions: string[];
+  content: boolean;
+}
+
+async function drifted(resource: FileResource, ctx: ConvergeContext, st: Stats, content: Buffer, want: Wanted): Promise<Drift> {
   const actions: string[] = [];
   const current = st.size === content.length ? ctx.fs.readFile(resource.path, st.size) : undefined;
-  if (current === undefined || !current.equals(content)) {
+  const differs = current === undefined || !current.equals(content);
+  if (differs) {
     // A sensitive file's change is said without a hint of its content, not even its line counts.
     actions.push(resource.sensitive ? SENSITIVE_CHANGE : await contentChange(current ?? ctx.fs.readFile(resource.path, st.size), content));
   }
   actions.push(...metaDrift(st, want, ctx.accounts));
   // A hard link planted at the name would share our inode: the write replaces the name, never the inode.
   if (st.nlink > 1) actions.push(`hard link (${st.nlink} names) replaced`);
-  return actions;
+  return { actions, content: differs };
 }

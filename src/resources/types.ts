@@ -38,6 +38,11 @@ export interface Checked {
    * The check writes nothing: the apply records it, so a dry run leaves the store as it was.
    */
   remember?: ResourceRecord;
+  /**
+   * What the check learned that the apply may reuse when the thing still looks the same (a file's drift:
+   * read and diffed once, not again at the apply). The handler's own business.
+   */
+  memo?: unknown;
 }
 
 /** What converging (or removing) needs, passed in. */
@@ -70,7 +75,8 @@ export interface ConvergeContext {
  * so a plan can never promise what the apply does not do (mgmt's CheckApply).
  */
 export interface ResourceHandler<R extends Resource = Resource> {
-  converge(resource: R, ctx: ConvergeContext, apply: boolean): Promise<Checked>;
+  /** `planned`: what the plan's check of this resource said, when the apply carries it out. */
+  converge(resource: R, ctx: ConvergeContext, apply: boolean, planned?: Checked): Promise<Checked>;
   remove(record: ResourceRecord, ctx: ConvergeContext, apply: boolean): Promise<Checked>;
   /**
    * The handler's apply writes only through `ctx.writes`. Without it, the batch is committed before

@@ -1,5 +1,5 @@
 import {
-  close, closeSync, constants, fchmod, fchmodSync, fchown, fchownSync, fstatSync, fsync, mkdir, open, openSync, renameSync, rmdir,
+  closeSync, constants, fchmod, fchmodSync, fchown, fchownSync, fstatSync, fsync, mkdir, openSync, renameSync, rmdir,
   unlink, unlinkSync, write, writeSync, type Stats,
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -7,12 +7,10 @@ import { posix } from 'node:path';
 import { promisify } from 'node:util';
 import { MissingDirectory, PathRefused, type RootedFs } from './rooted-fs.js';
 
-const openAsync = promisify(open);
 const writeAsync = promisify(write);
 const fchownAsync = promisify(fchown);
 const fchmodAsync = promisify(fchmod);
 const fsyncAsync = promisify(fsync);
-const closeAsync = promisify(close);
 const mkdirAsync = promisify(mkdir);
 const unlinkAsync = promisify(unlink);
 const rmdirAsync = promisify(rmdir);
@@ -258,7 +256,7 @@ export class WriteBatch {
     }
     await this.pool(all.filter((x) => x.op.kind === 'meta'), async ({ owner, op }) => {
       if (owner.failure || op.kind !== 'meta') return;
-      await this.setMeta(op.path, op.meta, op.directory);
+      owner.stats.set(op.path, await this.setMeta(op.path, op.meta, op.directory));
     }, failOp);
     await this.pool(all.filter((x) => x.op.kind === 'file'), async ({ owner, op }) => {
       if (owner.failure || op.kind !== 'file') return;
@@ -292,7 +290,6 @@ export class WriteBatch {
     return result;
   }
 
-  /** Temporary written whole, owner and mode set, fsynced, renamed over the name; its stat after. */
   /**
    * Temporary written whole, owner and mode set, fsynced, renamed over the name; its stat after. Only
    * the fsync (and the writes of a large file) wait on the disk, so only they go to libuv's threads:
@@ -329,15 +326,17 @@ export class WriteBatch {
     });
   }
 
-  private async setMeta(path: string, meta: Meta, directory: boolean): Promise<void> {
-    await this.fs.withParent(path, async (at) => {
-      const fd = await openAsync(at, directory ? constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW : constants.O_RDONLY | constants.O_NOFOLLOW);
+  /** Mode and owner set in place and fsynced; its stat after. As for a file, only the fsync goes to libuv's threads. */
+  private async setMeta(path: string, meta: Meta, directory: boolean): Promise<Stats> {
+    return this.fs.withParent(path, async (at) => {
+      const fd = openSync(at, directory ? constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW : constants.O_RDONLY | constants.O_NOFOLLOW);
       try {
-        await fchownAsync(fd, meta.uid, meta.gid);
-        await fchmodAsync(fd, meta.mode);
+        fchownSync(fd, meta.uid, meta.gid);
+        fchmodSync(fd, meta.mode);
         await fsyncAsync(fd);
+        return fstatSync(fd);
       } finally {
-        await closeAsync(fd);
+        closeSync(fd);
       }
     });
   }

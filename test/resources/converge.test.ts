@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { FileResource, Resource } from '../../src/declaration/schema.js';
 import { BASE_HANDLERS } from '../../src/resources/converge.js';
 import { fileHandler } from '../../src/resources/file.js';
+import { RootedFs } from '../../src/resources/rooted-fs.js';
 import { stepOf, type ResourceHandler } from '../../src/resources/types.js';
 import { declaration, put, reportOf, testHost, type TestHost } from '../support/host.js';
 import { hashTree } from '../support/tree.js';
@@ -46,6 +47,47 @@ describe('converging directories and files', () => {
     const st = lstatSync(at('/etc/x.conf'));
     expect([st.mode & 0o7777, st.uid, st.gid]).toEqual([0o640, 0, 0]);
     expect(readFileSync(at('/etc/x.conf'), 'utf8')).toBe('one\ntwo\nthree\n');
+  });
+
+  it('mends a mode-only drift in place (the same inode, not a file written again); the next apply sees it unchanged without reading it', async () => {
+    host = testHost();
+    const d = declaration([file('conf', '/etc/x.conf', 'one\n', { mode: '0640' }), file('other', '/etc/y.conf', 'two\n')]);
+    reportOf(await host.apply(d));
+    const before = lstatSync(at('/etc/x.conf'));
+    chmodSync(at('/etc/x.conf'), 0o600);
+    writeFileSync(at('/etc/y.conf'), 'changed\n');
+    const report = reportOf(await host.apply(d));
+    expect(report.steps.map((s) => [s.resource, s.status, s.actions])).toEqual([
+      ['conf', 'done', ['mode 0600→0640']],
+      ['other', 'done', ['content (+1 −1 lines)']],
+    ]);
+    const after = lstatSync(at('/etc/x.conf'));
+    expect([after.ino, after.mode & 0o7777]).toEqual([before.ino, 0o640]);
+    expect(host.env.store.state.records.conf!.seen).toMatchObject({ ino: after.ino, ctimeMs: after.ctimeMs });
+    const again = await host.apply(d);
+    expect(again.kind === 'applied' && again.plan.steps.every((s) => s.actions.length === 0)).toBe(true);
+  });
+
+  it('reads and compares a drifted file once: the apply carries out what the plan found when the file still looks the same', async () => {
+    host = testHost();
+    const d = declaration([file('conf', '/etc/x.conf', 'one\ntwo\n')]);
+    reportOf(await host.apply(d));
+    writeFileSync(at('/etc/x.conf'), 'one\n');
+    const reads: string[] = [];
+    // Every read of the check and the apply goes through RootedFs.readFile: count them.
+    const fsProto = RootedFs.prototype;
+    const original = fsProto.readFile;
+    fsProto.readFile = function (this: RootedFs, path: string, size: number) {
+      reads.push(path);
+      return original.call(this, path, size);
+    };
+    try {
+      const report = reportOf(await host.apply(d));
+      expect(report.steps[0]).toMatchObject({ status: 'done', actions: ['content (+1 −0 lines)'] });
+    } finally {
+      fsProto.readFile = original;
+    }
+    expect(reads).toEqual(['/etc/x.conf']);
   });
 
   it('renames between two ids at one path: removal runs first', async () => {
