@@ -1,4 +1,4 @@
-import { closeSync, constants, fdatasyncSync, fstatSync, ftruncateSync, openSync, readFileSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, fdatasyncSync, ftruncateSync, openSync, readFileSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fsyncDirectory } from './durable.js';
@@ -43,7 +43,7 @@ function generationOf(name: string): number | undefined {
  * The committed records of a journal: its first `length` bytes, replayed in order. Throws when a line in
  * them cannot be read (the store is damaged: the host must not believe it owns nothing).
  */
-export function readJournal(stateDir: string, mark: JournalMark): Record<string, ResourceRecord> {
+export function readJournal(stateDir: string, mark: JournalMark): { records: Record<string, ResourceRecord>; size: number } {
   const bytes = readFileSync(join(stateDir, journalName(mark.generation)));
   if (bytes.length < mark.length) throw new Error(`its records journal ${journalName(mark.generation)} is shorter (${bytes.length} bytes) than the ${mark.length} its head committed`);
   const records: Record<string, ResourceRecord> = {};
@@ -61,7 +61,7 @@ export function readJournal(stateDir: string, mark: JournalMark): Record<string,
     if (line.set) for (const id in line.set) records[id] = line.set[id]!;
     start = end + 1;
   }
-  return records;
+  return { records, size: bytes.length };
 }
 
 /** Removes the journal files of other generations (a compaction cut short, or one finished): under the lock. */
@@ -80,7 +80,7 @@ export function removeOtherJournals(stateDir: string, keep: number | undefined):
 export function trimJournal(stateDir: string, mark: JournalMark): void {
   const fd = openSync(join(stateDir, journalName(mark.generation)), constants.O_WRONLY | constants.O_NOFOLLOW);
   try {
-    if (fstatSync(fd).size > mark.length) ftruncateSync(fd, mark.length);
+    ftruncateSync(fd, mark.length);
   } finally {
     closeSync(fd);
   }
@@ -120,30 +120,42 @@ export async function appendLineAsync(stateDir: string, mark: JournalMark, bytes
  * A crash before the head names it leaves a file of a generation nobody names: removed at the next open.
  */
 export function startGeneration(stateDir: string, generation: number, bytes: Uint8Array): void {
-  const fd = openSync(join(stateDir, journalName(generation)), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+  const file = join(stateDir, journalName(generation));
   try {
-    let done = 0;
-    while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done);
-    fdatasyncSync(fd);
-  } finally {
-    closeSync(fd);
+    const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+    try {
+      let done = 0;
+      while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done);
+      fdatasyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    fsyncDirectory(stateDir);
+  } catch (err) {
+    // A failed save leaves nothing of its own behind (a crash's leftover is removed at the next open).
+    dropGeneration(stateDir, generation);
+    throw err;
   }
-  fsyncDirectory(stateDir);
 }
 
 export async function startGenerationAsync(stateDir: string, generation: number, bytes: Uint8Array): Promise<void> {
-  const handle = await open(join(stateDir, journalName(generation)), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
   try {
-    await handle.writeFile(bytes);
-    await handle.datasync();
-  } finally {
-    await handle.close();
-  }
-  const dir = await open(stateDir, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
+    const handle = await open(join(stateDir, journalName(generation)), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+    try {
+      await handle.writeFile(bytes);
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+    const dir = await open(stateDir, constants.O_RDONLY | constants.O_DIRECTORY);
+    try {
+      await dir.sync();
+    } finally {
+      await dir.close();
+    }
+  } catch (err) {
+    dropGeneration(stateDir, generation);
+    throw err;
   }
 }
 

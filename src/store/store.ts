@@ -99,7 +99,7 @@ export class Store {
         ]);
       }
     }
-    let loaded: { state: StoreState; mark: JournalMark | undefined } | undefined;
+    let loaded: ReturnType<typeof readStore> | undefined;
     if (text !== undefined) {
       try {
         loaded = readStore(stateDir, text);
@@ -112,7 +112,7 @@ export class Store {
     }
     // Only once the store is known readable: nothing is cleaned from a store the host refuses.
     const leftovers = removeLeftovers(stateDir, log) + removeOtherJournals(stateDir, loaded?.mark?.generation);
-    if (loaded?.mark) trimJournal(stateDir, loaded.mark);
+    if (loaded?.mark && loaded.uncommitted) trimJournal(stateDir, loaded.mark);
     if (!loaded) return new Store(stateDir, log, emptyState(), leftovers, false, undefined);
     return new Store(stateDir, log, loaded.state, leftovers, true, loaded.mark);
   }
@@ -278,7 +278,7 @@ export function peekState(stateDir: string): StoreState | undefined {
 }
 
 /** The head and the records its journal commits; a head saved whole (records in it) is read as it stands. */
-function readStore(stateDir: string, text: string): { state: StoreState; mark: JournalMark | undefined } {
+function readStore(stateDir: string, text: string): { state: StoreState; mark: JournalMark | undefined; uncommitted?: boolean } {
   const value = JSON.parse(text) as Partial<StoreState> & { journal?: JournalMark };
   if (typeof value !== 'object' || value === null || value.version !== 1) throw new Error('not a version 1 store');
   if (typeof value.reportSequence !== 'number') throw new Error('it has no report sequence');
@@ -286,7 +286,8 @@ function readStore(stateDir: string, text: string): { state: StoreState; mark: J
   if (journal !== undefined) {
     if (!Number.isSafeInteger(journal.generation) || !Number.isSafeInteger(journal.length)) throw new Error('its journal mark is not one');
     const mark: JournalMark = { generation: journal.generation, length: journal.length, records: journal.records ?? 0, base: journal.base ?? journal.length };
-    return { state: { ...emptyState(), ...head, records: readJournal(stateDir, mark) } as StoreState, mark };
+    const { records, size } = readJournal(stateDir, mark);
+    return { state: { ...emptyState(), ...head, records } as StoreState, mark, uncommitted: size > mark.length };
   }
   if (typeof value.records !== 'object' || value.records === null) throw new Error('it has no records');
   return { state: { ...emptyState(), ...head } as StoreState, mark: undefined };
