@@ -23,30 +23,22 @@ export interface WatchingDeps {
  * the footprint as the store saved it (read without the lock: it is saved whole). Returns their close.
  */
 export function startWatching(deps: WatchingDeps): () => void {
-  let close: (() => void) | undefined;
-  let closed = false;
-  void (async () => {
-    const state = peekState(deps.stateDir);
-    if (state === undefined) return;
-    const declared = await lastDeclared(deps, state);
-    if (closed) return;
-    const watcher = watchHost({
-      declared,
-      records: state.records,
-      root: deps.root,
-      serviceManager: async () => (await deps.serviceManager()).manager,
-      onFound: (found) => {
-        deps.log.info({ found: found.map((f) => f.message) }, 'watch: found between applies; a reconcile is asked for');
-        deps.onFound(found);
-      },
-      log: deps.log,
-    });
-    close = () => watcher.close();
-  })().catch((err: Error) => deps.log.warn({ err: err.message }, 'watch: the watchers could not start'));
-  return () => {
-    closed = true;
-    close?.();
-  };
+  // Read and watched at once, in this turn of the event loop: the footprint's first look is what the
+  // apply that just ended left, before a report of it can reach anyone who might change it.
+  const state = peekState(deps.stateDir);
+  if (state === undefined) return () => undefined;
+  const watcher = watchHost({
+    declared: () => lastDeclared(deps, state),
+    records: state.records,
+    root: deps.root,
+    serviceManager: async () => (await deps.serviceManager()).manager,
+    onFound: (found) => {
+      deps.log.info({ found: found.map((f) => f.message) }, 'watch: found between applies; a reconcile is asked for');
+      deps.onFound(found);
+    },
+    log: deps.log,
+  });
+  return () => watcher.close();
 }
 
 /** The resources of what a reconcile would apply now (the kept declaration, or the carried bundle), signature checked; none if nothing opens. */

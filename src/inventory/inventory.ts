@@ -14,7 +14,12 @@ export interface InventoryOptions {
   probeTimeoutMs?: number;
 }
 
-export const DEFAULT_PROBE_TIMEOUT_MS = 3000;
+/**
+ * Long enough that a loaded machine whose tools answer slowly is still read as it is (a service
+ * manager cut off would be reported absent); short enough that a tool that hangs does not hold an
+ * inventory, which takes as long as its slowest probe, for long.
+ */
+export const DEFAULT_PROBE_TIMEOUT_MS = 10_000;
 
 /**
  * Bounds a run even when the runner itself does not (a fake, or a process that ignores SIGKILL

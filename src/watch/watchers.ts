@@ -8,8 +8,12 @@ import { unitProbe } from './probes.js';
 import { watchUnits } from './units.js';
 
 export interface HostWatchInput {
-  /** The resources of the declaration last applied: the services the mesh asked to run. */
-  declared: readonly Resource[];
+  /**
+   * The resources of the declaration last applied: the services the mesh asked to run. Asked for
+   * apart from the footprint (reading it checks a signature, which takes a while), so that the
+   * footprint's first look is taken at once, before anyone could have changed what the apply left.
+   */
+  declared: () => Promise<readonly Resource[]>;
   /** The footprint: what the host owns on the machine. */
   records: Readonly<Record<string, ResourceRecord>>;
   /** Where the declared paths are (`--root`). */
@@ -26,26 +30,33 @@ export interface HostWatchInput {
   unitIntervalMs?: number;
 }
 
-/** What to watch after an apply: the units the mesh asked to run, the files and directories the host owns. */
-export function watchTargets(declared: readonly Resource[], records: Readonly<Record<string, ResourceRecord>>): { units: string[]; owned: Owned[] } {
-  const units = declared.flatMap((r) => (r.type === 'service' && r.state === 'running' ? [r.unit] : []));
+/** The units the mesh asked to run. */
+export const unitsToWatch = (declared: readonly Resource[]): string[] => declared.flatMap((r) => (r.type === 'service' && r.state === 'running' ? [r.unit] : []));
+
+/** The files and directories the host owns. */
+export function ownedPaths(records: Readonly<Record<string, ResourceRecord>>): Owned[] {
   const owned: Owned[] = [];
   for (const id in records) {
     const r = records[id]!;
     if (r.type === 'file' || r.type === 'directory') owned.push({ target: r.target, type: r.type });
   }
-  return { units, owned };
+  return owned;
 }
 
 /** Both watchers of a host between two applies, closed together when the next apply starts. */
 export function watchHost(input: HostWatchInput): Watcher {
-  const { units, owned } = watchTargets(input.declared, input.records);
+  const owned = ownedPaths(input.records);
   const watchers: Watcher[] = [];
   let closed = false;
   if (owned.length > 0) watchers.push(watchFootprint({ owned, root: input.root, onFound: input.onFound, log: input.log }));
-  if (units.length > 0 && input.serviceManager) {
-    input.serviceManager().then(
-      (manager) => {
+  const serviceManager = input.serviceManager;
+  if (serviceManager) {
+    const watched = async () => {
+      const units = unitsToWatch(await input.declared());
+      return { units, manager: units.length > 0 && !closed ? await serviceManager() : undefined };
+    };
+    watched().then(
+      ({ units, manager }) => {
         if (closed || !manager) return;
         watchers.push(watchUnits({ units, probe: unitProbe(manager, input.managerRoot ?? '/'), onFound: input.onFound, log: input.log, ...(input.unitIntervalMs ? { intervalMs: input.unitIntervalMs } : {}) }));
       },

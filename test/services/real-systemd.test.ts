@@ -54,7 +54,12 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a rea
     expect(code).toBe(1);
     expect(report.outcome).toBe('failed');
     expect(report.error?.resource).toBe('dies');
-    expect(report.error?.message).toMatch(/^dies\.service was running at the first look and is not at the second \(ActiveState=failed, SubState=failed, Result=exit-code, seen \d+ ms after the start\)/);
+    // On a quiet machine the first look comes well within 0.22 s and the second look catches the death;
+    // on a loaded one the first look itself can come after it. Either way the apply fails on this unit,
+    // with the state the service manager gave.
+    expect(report.error?.message).toMatch(
+      /^dies\.service (was running at the first look and is not at the second|is not running right after start) \(ActiveState=failed, SubState=failed, Result=exit-code, seen \d+ ms after the (start|action)\)/,
+    );
   });
 
   it('a unit with Restart=always that keeps dying fails', async () => {
@@ -106,7 +111,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a rea
     for (const command of ['status', 'inventory']) {
       const r = await container.exec(process.execPath, [join(projectDir, 'bin/mesh-host'), command, '--json', '--state-dir', state, '--log-level', 'warn']);
       expect(r.code, r.stderr).toBe(0);
-      const services = (JSON.parse(r.stdout) as { services: Array<{ unit: string; activeState: string }> }).services;
+      const services = (JSON.parse(r.stdout) as { services: Array<{ unit: string; activeState: string }> | { reason: string } }).services;
+      if (!Array.isArray(services)) throw new Error(`${command} --json gave no service states: ${services.reason}`);
       expect(services.map((x) => `${x.unit} ${x.activeState}`)).toEqual(['r1.service active', 'r2.service active', 'r3.service active']);
     }
   });
