@@ -14,7 +14,7 @@ import { fmt, median, timeIt, wallProcess } from './stats.js';
 
 const project = fileURLToPath(new URL('../../', import.meta.url));
 
-function declarationOf(files: number, dirs: number): Declaration {
+export function declarationOf(files: number, dirs: number): Declaration {
   const resources: Resource[] = [{ type: 'directory', id: 'base', path: '/srv/bench' }];
   for (let d = 0; d < dirs; d++) resources.push({ type: 'directory', id: `d${d}`, path: `/srv/bench/d${d}` });
   for (let f = 0; f < files; f++) {

@@ -8,6 +8,7 @@ import { benchLink } from './link.js';
 import { benchFleet } from './fleet.js';
 import { benchWatch } from './watch.js';
 import { benchArchive } from './archive.js';
+import { benchRelease } from './release.js';
 import { machine } from './stats.js';
 import { benchPeers } from './peers.js';
 import { benchCrash } from './crash.js';
@@ -43,7 +44,7 @@ const out = () => {
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, scale, archive) runs one part and keeps the others.',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, scale, archive, release) runs one part and keeps the others.',
       '',
       `Machine: ${machine()}`,
       '',
@@ -104,6 +105,10 @@ if (!only || only === 'watch') {
 }
 if (!only || only === 'archive') {
   sections.push(...(await benchArchive()), '');
+  out();
+}
+if (!only || only === 'release') {
+  sections.push(...(await benchRelease()), '');
   out();
 }
 console.error('docs/bench.md written');

@@ -3,6 +3,8 @@
 // fraction of that. `tsc` still emits dist/src for the tests' helper processes and the benchmarks.
 import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
+import { buildInfo } from './build-info.mjs';
+import { writeUnits } from './units.mjs';
 
 rmSync('dist/bin', { recursive: true, force: true });
 
@@ -20,6 +22,11 @@ await build({
   minify: true,
   keepNames: true,
   logLevel: 'warning',
+  // `--version` prints the version and the commit this was built from.
+  define: { __MESH_HOST_BUILD__: JSON.stringify(buildInfo()) },
   // CommonJS dependencies (pino) call require(); give the ES bundle one.
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
 });
+
+// packaging/ holds the service definitions the installer writes, for the default paths.
+writeUnits('packaging');

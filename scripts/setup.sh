@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pair in systemd-nspawn:systemd-container mmdebstrap:mmdebstrap,gpg,debian-archive-keyring,arch-test nats-server:nats-server nft:nftables ip:iproute2 strace:strace dot:graphviz nsenter:util-linux /usr/bin/time:time tar:tar gzip:gzip python3:python3-minimal; do
+for pair in systemd-nspawn:systemd-container mmdebstrap:mmdebstrap,gpg,debian-archive-keyring,arch-test nats-server:nats-server nft:nftables ip:iproute2 strace:strace dot:graphviz nsenter:util-linux /usr/bin/time:time strip:binutils tar:tar gzip:gzip python3:python3-minimal; do
   # A command, and the packages that bring it (comma-separated).
   if ! command -v "${pair%%:*}" >/dev/null 2>&1; then
     IFS=, read -r -a packages <<< "${pair#*:}"

@@ -1,24 +1,11 @@
-import { readFileSync } from 'node:fs';
 import { parseCommandLine, usage, type ProgramSpec } from './args.js';
 import { EXIT, HostError } from '../system/errors.js';
+import { versionLine } from '../release/version.js';
 import type { CommandContext } from './context.js';
 
 export type Command = (ctx: CommandContext) => Promise<number>;
 /** Commands load lazily, so `--version` and `--help` import nothing heavy. */
 export type CommandTable = Record<string, () => Promise<Command>>;
-
-/** The package's version, found upwards from this file (a bundle and the tsc output sit at different depths). */
-function version(): string {
-  for (const up of ['../package.json', '../../package.json', '../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as { name?: string; version: string };
-      if (pkg.name === 'mesh-host') return pkg.version;
-    } catch {
-      // not at this depth
-    }
-  }
-  return 'unknown';
-}
 
 /** Parses, dispatches, and turns every ending into an exit status. Sets process.exitCode; never exits abruptly. */
 export async function runProgram(spec: ProgramSpec, commands: CommandTable, argv: readonly string[]): Promise<number> {
@@ -43,7 +30,7 @@ async function dispatch(spec: ProgramSpec, commands: CommandTable, argv: readonl
     return EXIT.ok;
   }
   if (parsed.kind === 'version') {
-    process.stdout.write(`${spec.name} ${version()}\n`);
+    process.stdout.write(`${versionLine(spec.name)}\n`);
     return EXIT.ok;
   }
   const json = parsed.flags.json === true;

@@ -9,6 +9,9 @@ const commands: CommandTable = {
   reconcile: async () => (await import('./commands/reconcile.js')).reconcileCommand,
   chart: async () => (await import('./commands/chart.js')).chartCommand,
   run: async () => (await import('./commands/run.js')).runCommand,
+  launch: async () => (await import('./commands/launch.js')).launchCommand,
+  install: async () => (await import('./commands/install.js')).installCommand,
+  uninstall: async () => (await import('./commands/install.js')).uninstallCommand,
 };
 
 export function main(argv: readonly string[]): Promise<number> {

@@ -32,6 +32,8 @@ const options: Record<string, OptionSpec> = {
   'embed-creds': { type: 'string', value: 'FILE', help: "the host's credentials file to carry (made by meshctl node-creds); genesis writes it 0600; --creds is then meshctl's own" },
   'account-key': { type: 'string', value: 'FILE', help: "the mesh's NATS account seed (SA…), or one of its signing keys" },
   account: { type: 'string', value: 'A…', help: 'the account the signing key belongs to (when it is not the account\'s own key)' },
+  'no-start': { type: 'boolean', help: 'install, but neither enable nor start the service' },
+  purge: { type: 'boolean', help: 'remove the state and the configuration too' },
 };
 const oneShot = ['dry-run', 'diff', 'detailed-exitcodes'];
 
@@ -51,6 +53,9 @@ export const meshHostProgram: ProgramSpec = {
     genesis: { summary: 'enrol this machine from a genesis bundle', args: ['BUNDLE'], options: ['mode', ...oneShot] },
     reconcile: { summary: 'apply what the mesh last said again', args: [], options: oneShot },
     run: { summary: 'the daemon: link, reconcile timer, worker, outbox (--bundle enrols an unenrolled machine)', args: [], options: ['bundle', 'mode'], logsToStdout: true },
+    launch: { summary: 'what the service runs: the current release, and a release the mesh names on trial', args: [], options: [], logsToStdout: true },
+    install: { summary: 'install this executable as a release, the service, and enable and start it (--bundle enrols)', args: [], options: ['dry-run', 'bundle', 'mode', 'no-start'] },
+    uninstall: { summary: 'stop and remove the service and the releases (the state is kept unless --purge)', args: [], options: ['dry-run', 'purge'] },
     chart: { summary: 'the lifecycle machine, for review', args: [], options: ['format'] },
   },
 };

@@ -20,6 +20,8 @@ export interface HostConfig extends LinkAuth {
   heartbeatMs?: number;
   /** Bounds of archives: what one may unpack to, how many entries, how much verified archives kept may take. */
   archiveLimits?: Partial<ArchiveLimits>;
+  /** How long a release on trial has to serve, connect, apply and have a report acknowledged (default 180 s). */
+  trialTimeoutMs?: number;
   /** Forces the service manager instead of taking it from the inventory. */
   serviceManager?: 'systemd' | 'openrc';
   /** node_exporter's textfile collector: the metrics are written here (whole) after every apply. */

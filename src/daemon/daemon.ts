@@ -9,6 +9,7 @@ import { genesis } from '../genesis/genesis.js';
 import { hostEnvironment, serviceManagerOnce, type HostDeps } from '../host/environment.js';
 import { KeptDeclaration } from '../host/kept.js';
 import { hostSigner } from './host-signer.js';
+import { attachLauncher, type LauncherLink } from './launcher-seam.js';
 import type { HostPaths } from '../host/paths.js';
 import { hostInventory } from '../host/inventory.js';
 import { connectionArchiveObjects } from '../archive/objects.js';
@@ -40,6 +41,8 @@ export interface DaemonOptions extends HostDeps {
   paths: HostPaths;
   /** `mesh-host run --bundle FILE --mode M`: used only when the store says the machine is not enrolled. */
   genesis?: GenesisOrder;
+  /** Started by `mesh-host launch`: the pipe it handed down, and the release on trial if this host is one. */
+  launcher?: LauncherLink;
 }
 
 interface DaemonRefusal {
@@ -246,10 +249,12 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     actor.send({ type: 'MOVE' });
   });
   actor.subscribe({ error: (err) => log.error({ err }, 'lifecycle failed') });
+  const detachLauncher = options.launcher && attachLauncher(actor, { ...options.launcher, stateDir: paths.stateDir, node: () => config.node, log, report: (make) => store.run('trial report', async (s) => make(env(s))) });
   actor.start();
   log.info({ node: config.node, servers: config.servers }, 'mesh-host run: started');
   const output = (await toPromise(actor)) as { ending?: string; failure?: string; abandoned?: boolean };
   settingsWatch.close();
+  detachLauncher?.();
   await metrics.close();
   for (const s of signals) process.off(s, onSignal);
   if (output.failure) log.fatal({ failure: output.failure }, 'the host could not start');

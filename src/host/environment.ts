@@ -1,6 +1,7 @@
 import type { HostEnv } from '../apply/apply.js';
 import type { ArchiveObjectsProvider } from '../archive/objects.js';
 import { HANDLERS } from '../apply/handlers.js';
+import { withBuildFault } from '../release/fault.js';
 import { firewallEnv } from '../firewall/env.js';
 import type { HostConfig } from '../config/config.js';
 import type { Facts } from '../report/report.js';
@@ -52,7 +53,7 @@ export function hostEnvironment(input: HostEnvInput): HostEnv {
     log: deps.log,
     clock: deps.clock,
     accounts: systemAccounts(),
-    handlers: HANDLERS,
+    handlers: withBuildFault(HANDLERS),
     serviceManager: input.serviceManager,
     verifyPauseMs: config.verifyPauseMs,
     outbox: input.outbox ?? new Outbox(paths.stateDir, config.outbox),

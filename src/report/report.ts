@@ -4,7 +4,8 @@ import type { HeldEntry } from '../store/state.js';
 import type { Link } from '../inventory/links.js';
 import type { FilterEntry, FoundFirewall } from '../firewall/types.js';
 
-export type Trigger = 'apply' | 'genesis' | 'reconcile' | 'delivery';
+/** `trial`: the report of a release that failed its trial, made by the host that resumed. */
+export type Trigger = 'apply' | 'genesis' | 'reconcile' | 'delivery' | 'trial';
 export type Outcome = 'converged' | 'failed' | 'refused';
 
 export interface Plan {

@@ -25,6 +25,8 @@ export interface LockOptions {
   /** Give up after this long, naming the holder (exit 3). */
   timeoutMs?: number;
   pollMs?: number;
+  /** Another lock beside the state (the launcher's own, against a second launcher); the host's lock by default. */
+  file?: string;
 }
 
 function readBootId(): string {
@@ -70,7 +72,7 @@ function describeHolder(holder: LockHolder | undefined): string {
  * or names another process) and its lock is taken over, so a crash blocks the next one not at all.
  */
 export async function acquireLock(stateDir: string, options: LockOptions): Promise<HeldLock> {
-  const path = join(stateDir, LOCK_FILE);
+  const path = join(stateDir, options.file ?? LOCK_FILE);
   const timeoutMs = options.timeoutMs ?? 10_000;
   const pollMs = options.pollMs ?? 50;
   const bootId = readBootId();

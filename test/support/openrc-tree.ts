@@ -35,11 +35,12 @@ export function openrcTree(): string {
  * OpenRC's own tools over a throwaway overlay of the tree, in a container of its own. OpenRC is not
  * PID 1 there (nspawn's stub is): it runs as it does in a container, once told its runlevel started.
  */
-export function startOpenrcContainer(options: ContainerOptions = {}): Promise<SystemdContainer> {
+export function startOpenrcContainer(options: ContainerOptions & { withoutNode?: boolean } = {}): Promise<SystemdContainer> {
   return startContainer({
     ...options,
     tree: openrcTree(),
-    readOnlyBinds: [...(options.readOnlyBinds ?? []), process.execPath],
+    // Node is there only when asked: a single executable is tried where there is none.
+    readOnlyBinds: [...(options.readOnlyBinds ?? []), ...(options.withoutNode ? [] : [process.execPath])],
     boot: false,
     // What `openrc sysinit` leaves for the tools: a runlevel said started, and its state folders (the
     // first rc-status makes them).

@@ -18,7 +18,11 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
     if (mode !== 'adopted' && mode !== 'converged') throw usageError("'run --bundle' needs --mode adopted or --mode converged");
     genesis = { bundlePath: resolve(bundlePath), mode };
   }
-  const { runDaemon } = await import('../../daemon/daemon.js');
+  const [{ runDaemon }, { launcherPipeOf, TRIAL_ENV }, { buildFault }] = await Promise.all([import('../../daemon/daemon.js'), import('../../release/pipe.js'), import('../../release/fault.js')]);
+  if (buildFault() === 'start') {
+    ctx.log.fatal('this test build fails at start (built with --fault start)');
+    return 70;
+  }
   // A fault the daemon did not foresee ends it as one fatal line in the journal, not a stack of
   // minified source; the unit starts it again, and the outbox and the kept declaration carry on.
   process.once('uncaughtException', (err) => {
@@ -26,7 +30,12 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
     process.exit(70);
   });
   const paths = hostPaths(ctx);
-  const { code } = await runDaemon({ paths, log: ctx.log, clock: ctx.clock, runner: ctx.runner, ...(genesis ? { genesis } : {}) });
+  // Started by `mesh-host launch`: the pipe it handed down, and the release on trial if this is one.
+  const pipe = launcherPipeOf(process.env, ctx.log);
+  const trial = process.env[TRIAL_ENV];
+  const launcher = pipe ? { pipe, ...(trial ? { trial } : {}) } : undefined;
+  const { code } = await runDaemon({ paths, log: ctx.log, clock: ctx.clock, runner: ctx.runner, ...(genesis ? { genesis } : {}), ...(launcher ? { launcher } : {}) });
+  pipe?.close();
   // The NATS client and timers are closed; end even if a stray handle lingers.
   setTimeout(() => process.exit(code), 200).unref();
   return code;

@@ -1,0 +1,9 @@
+// Writes the service definitions for the default paths (from the built src/release/units.ts) into DIR.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openrcScript, systemdUnit } from '../dist/src/release/units.js';
+
+export function writeUnits(dir) {
+  writeFileSync(join(dir, 'mesh-host.service'), systemdUnit());
+  writeFileSync(join(dir, 'mesh-host.openrc'), openrcScript(), { mode: 0o755 });
+}

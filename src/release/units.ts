@@ -1,0 +1,95 @@
+/**
+ * The service definitions `mesh-host install` writes and the release ships (packaging/ holds them as
+ * generated for the default paths). Both run `mesh-host launch` from the `current` release, stop it
+ * with a TERM to the launcher alone and give it 120 s: past the host's own 60 s wait for the apply in
+ * flight and the launcher's 75 s grace for a host on trial, so a stop never cuts a save off.
+ */
+
+/** Where a release's executable is run from, and the flags the launcher is given (non-default paths). */
+export interface UnitLayout {
+  /** The `current` release's executable, as the running system sees it. */
+  executable: string;
+  /** Extra arguments for `mesh-host launch` (`--state-dir DIR`, `--config FILE`) when not the defaults. */
+  launchArgs: string[];
+}
+
+export const DEFAULT_EXECUTABLE = '/var/lib/mesh-host/releases/current/mesh-host';
+export const DEFAULT_LAYOUT: UnitLayout = { executable: DEFAULT_EXECUTABLE, launchArgs: [] };
+
+/** The environment both service managers give the launcher (and so its hosts). */
+export const MEMORY_ENV = ['MALLOC_ARENA_MAX=2'];
+
+/** The stop's bound, in seconds, for both service managers. */
+export const STOP_TIMEOUT_S = 120;
+/** Exit statuses that need an operator (usage, a store that cannot be read): never restarted. */
+export const NO_RESTART_STATUSES = [2, 4] as const;
+
+const quoted = (arg: string) => (/^[A-Za-z0-9_./=@:+-]+$/.test(arg) ? arg : `"${arg.replace(/(["\\$`])/g, '\\$1')}"`);
+
+export function systemdUnit(layout: UnitLayout = DEFAULT_LAYOUT): string {
+  const exec = [layout.executable, 'launch', ...layout.launchArgs].map(quoted).join(' ');
+  return `# mesh-host, the node host. Written by \`mesh-host install\`, which puts each release under
+# /var/lib/mesh-host/releases/<version>/ and links \`current\` to the one that runs.
+[Unit]
+Description=mesh-host: converges this machine to what the mesh declares, and reports
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=exec
+# Two malloc arenas instead of one a thread: a mostly idle daemon stays smaller (docs/bench.md, "The link").
+# The launcher's hosts inherit it. (V8's lite mode and a small young generation cannot be given to a
+# single executable: Node 20 takes no flags for one, and NODE_OPTIONS refuses the first and voids the
+# executable's code cache for the second.)
+Environment=${MEMORY_ENV.join(' ')}
+# The launcher runs the current release's host, and tries a new release on trial when the mesh names one.
+ExecStart=${exec}
+# SIGHUP (passed on by the launcher) moves the host to the bus its configuration names, between applies.
+ExecReload=kill -HUP $MAINPID
+# SIGTERM to the launcher alone: it ends its hosts between applies (the host waits up to 60 s for the
+# apply in flight, a host on trial is given 75 s), and the systemctl an apply may be running is never cut.
+KillMode=mixed
+TimeoutStopSec=${STOP_TIMEOUT_S}
+Restart=on-failure
+RestartSec=2
+# A usage error or a store that cannot be read (exit 2, 4) needs an operator, not a restart.
+RestartPreventExitStatus=${NO_RESTART_STATUSES.join(' ')}
+
+[Install]
+WantedBy=multi-user.target
+`;
+}
+
+export function openrcScript(layout: UnitLayout = DEFAULT_LAYOUT): string {
+  return `#!/sbin/openrc-run
+# mesh-host, the node host. Written by \`mesh-host install\`, which puts each release under
+# /var/lib/mesh-host/releases/<version>/ and links \`current\` to the one that runs.
+
+description="mesh-host: converges this machine to what the mesh declares, and reports"
+command="${layout.executable}"
+command_args="${['launch', ...layout.launchArgs].map(quoted).join(' ').replace(/"/g, '\\"')}"
+# supervise-daemon restarts the launcher when it crashes; the launcher stops the service itself when its
+# host ended needing an operator (exit ${NO_RESTART_STATUSES.join(' or ')}), which supervise-daemon cannot tell apart.
+supervisor="supervise-daemon"
+# Two malloc arenas instead of one a thread, as under systemd; the launcher's hosts inherit it.
+supervise_daemon_args="--env MESH_HOST_OPENRC_SERVICE=\${RC_SVCNAME}${MEMORY_ENV.map((e) => ` --env ${e}`).join('')}"
+respawn_delay=2
+respawn_max=0
+# TERM to the launcher, which ends its hosts between applies; KILL only after ${STOP_TIMEOUT_S} s.
+retry="TERM/${STOP_TIMEOUT_S}/KILL/5"
+output_log="/var/log/mesh-host.log"
+error_log="/var/log/mesh-host.log"
+extra_started_commands="reload"
+
+depend() {
+\tuse net
+\tafter firewall networking
+}
+
+reload() {
+\tebegin "Moving \${RC_SVCNAME} to the bus its configuration names"
+\tsupervise-daemon "\${RC_SVCNAME}" --signal HUP
+\teend $?
+}
+`;
+}

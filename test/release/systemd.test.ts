@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dirname } from 'node:path';
+import { NatsServer, natsUnavailable } from '../support/nats.js';
+import { projectDir } from '../support/cli.js';
+import { releaseBuild } from '../support/releases.js';
+import { containerUnavailable, startSystemdContainer, type SystemdContainer } from '../support/systemd-container.js';
+import { scratch } from '../support/tree.js';
+import { selfUpdateScenario, type Scenario } from './self-update.js';
+
+/**
+ * The release on a real systemd booted in a container over a volatile copy of this machine's root,
+ * with node masked inside: installed from the single executable, the unit it writes (verified, its
+ * stop bound, its memory setting reaching the host), a reload moving the host, a crash restarted, and
+ * the self-update scenario. The hosts reach a nats-server on this machine's loopback. This is the one
+ * test of the systemd unit.
+ */
+const unavailable = containerUnavailable() ?? natsUnavailable();
+
+describe.skipIf(unavailable !== undefined && !process.env.CI)(`the release on a real systemd${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
+  let container: SystemdContainer;
+  let server: NatsServer;
+  let work: ReturnType<typeof scratch>;
+  let builds: Scenario['builds'];
+
+  beforeAll(async () => {
+    builds = { '0.1.0': releaseBuild('0.1.0'), '0.2.0': releaseBuild('0.2.0'), '0.3.0': releaseBuild('0.3.0', 'start'), '0.4.0': releaseBuild('0.4.0', 'apply') };
+    work = scratch('mesh-host-release-systemd-');
+    server = await NatsServer.start();
+    container = await startSystemdContainer({ binds: [projectDir.replace(/\/$/, ''), work.dir], readOnlyBinds: [...new Set(Object.values(builds).map((b) => dirname(dirname(b))))], bootTimeoutMs: 180_000 });
+    // Node masked inside the container's own mounts: nothing of this machine is touched.
+    const masked = await container.exec('mount', ['--bind', '/dev/null', '/usr/bin/node']);
+    if (masked.code !== 0) throw new Error(`node could not be masked: ${masked.stderr}`);
+  }, 900_000);
+  afterAll(async () => {
+    await container?.stop();
+    await server?.stop();
+    work?.cleanup();
+  });
+
+  const show = async (property: string) => (await container.exec('systemctl', ['show', '-p', property, '--value', 'mesh-host.service'])).stdout.trim();
+  const journal = async () => (await container.exec('journalctl', ['-u', 'mesh-host', '--no-pager', '-o', 'cat'], 60_000)).stdout;
+  const connections = async () => ((await journal()).match(/link: connected/g) ?? []).length;
+  /** The host the launcher runs (`mesh-host run`), if one runs. */
+  const hostPid = async () => (await container.exec('pgrep', ['-f', '-o', 'releases/.*/mesh-host run'])).stdout.trim() || undefined;
+  const until = async (what: string, done: () => Promise<boolean>, timeoutMs = 120_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await done())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; the journal ends:\n${(await journal()).split('\n').slice(-40).join('\n')}`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  };
+
+  it('installs, restarts a crash, updates on trial, rolls back, stops in a trial, uninstalls', async () => {
+    const reports = await selfUpdateScenario({
+      container,
+      server,
+      work: work.dir,
+      builds,
+      node: 'systemd-node',
+      manager: {
+        name: 'systemd',
+        definition: '/etc/systemd/system/mesh-host.service',
+        log: journal,
+        stop: () => container.exec('systemctl', ['stop', 'mesh-host.service'], 150_000),
+        stoppedCleanly: async () => (await show('ActiveState')) === 'inactive' && (await show('Result')) === 'success' && (await journal()).includes('the host ends between applies: the store is quiesced'),
+        afterInstall: async () => {
+          const analyzed = await container.exec('systemd-analyze', ['verify', '/etc/systemd/system/mesh-host.service']);
+          expect(analyzed.stderr).not.toMatch(/mesh-host\.service:\d+:/);
+          expect(await show('TimeoutStopUSec')).toBe('2min');
+          expect(await show('KillMode')).toBe('mixed');
+          // The memory setting reaches the host the launcher runs.
+          const host = await hostPid();
+          expect((await container.exec('cat', [`/proc/${host}/environ`])).stdout.split('\0')).toContain('MALLOC_ARENA_MAX=2');
+
+          // systemctl reload: SIGHUP to the launcher, passed to its host, which moves onto its bus again
+          // between applies; neither process is replaced.
+          const launcher = await show('MainPID');
+          const connected = await connections();
+          expect((await container.exec('systemctl', ['reload', 'mesh-host.service'])).code).toBe(0);
+          await until('the move', async () => (await connections()) > connected);
+          expect(await show('MainPID')).toBe(launcher);
+          expect(await hostPid()).toBe(host);
+
+          // A crash (every process of the unit killed), once the service runs with its host: systemd
+          // starts it again, and it connects again.
+          await until('the service running its host', async () => (await show('SubState')) === 'running' && (await hostPid()) !== undefined);
+          const restarts = Number(await show('NRestarts'));
+          const before = await connections();
+          const killed = await container.exec('systemctl', ['kill', '-s', 'KILL', 'mesh-host.service']);
+          expect(killed.code, `${killed.stderr}\n${await show('ActiveState')} ${await show('SubState')} ${await show('MainPID')}\n${(await journal()).split('\n').slice(-60).join('\n')}`).toBe(0);
+          await until('the restart after the crash', async () => Number(await show('NRestarts')) === restarts + 1 && (await show('SubState')) === 'running' && (await connections()) > before);
+          expect(await show('MainPID')).not.toBe(launcher);
+        },
+      },
+    });
+    expect(reports.filter((r) => r.trigger === 'trial').map((r) => r.outcome)).toEqual(['failed', 'failed']);
+  }, 900_000);
+});
