@@ -29,6 +29,7 @@ export async function benchRelease(runs = 11): Promise<string[]> {
     mkdirSync(join(root, 'srv'), { recursive: true });
     const decl = join(dir, 'decl.json');
     writeFileSync(decl, JSON.stringify(declarationOf(1000, 100)));
+    writeFileSync(join(dir, 'host.json'), JSON.stringify({ node: 'bench' }));
     const flags = ['--root', root, '--state-dir', join(dir, 'state'), '--config', join(dir, 'host.json'), '--log-level', 'warn'];
     // Converged once, so that every timed run is a no-op.
     execFileSync(process.execPath, [script, 'apply', decl, ...flags], { stdio: 'ignore' });
