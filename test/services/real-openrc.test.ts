@@ -69,7 +69,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a rea
     const { code, report } = await apply([script('dies', daemon('/bin/sh', "-c 'sleep 0.3; exit 1'")), service('dies')]);
     expect(code, JSON.stringify(report)).toBe(1);
     expect(report.error?.resource).toBe('dies');
-    expect(report.error?.message).toMatch(/^dies was running at the first look and is not at the second/);
+    // Caught by the second look on a quiet machine; on a loaded one the first look can already come after the death.
+    expect(report.error?.message).toMatch(/^dies (was running at the first look and is not at the second|is not running right after start)/);
   });
 
   it('a file change restarts the service that names it; removing the resource stops and disables it', async () => {
