@@ -7,6 +7,7 @@ import { benchServices } from './services.js';
 import { benchLink } from './link.js';
 import { benchFleet } from './fleet.js';
 import { benchWatch } from './watch.js';
+import { benchWatchDaemon } from './watch-daemon.js';
 import { benchArchive } from './archive.js';
 import { benchRelease } from './release.js';
 import { machine } from './stats.js';
@@ -44,7 +45,7 @@ const out = () => {
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, scale, archive, release) runs one part and keeps the others.',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, watch-daemon, scale, archive, release) runs one part and keeps the others.',
       '',
       `Machine: ${machine()}`,
       '',
@@ -101,6 +102,10 @@ if (only === 'crash') {
 }
 if (!only || only === 'watch') {
   sections.push(...(await benchWatch()), '');
+  out();
+}
+if (!only || only === 'watch-daemon') {
+  sections.push(...(await benchWatchDaemon()), '');
   out();
 }
 if (!only || only === 'archive') {
