@@ -112,9 +112,11 @@ function rowOf(node: string, seen: ReportSeen | undefined, beat: HeartbeatSeen |
   const silent = quietMs > SILENT_AFTER_INTERVALS * intervalMs;
   if (silent) problems.push(heartbeat ? `silent: no heartbeat for ${formatAgo(heartbeat.agoMs)} (it beats every ${formatAgo(intervalMs)})` : 'silent: no heartbeat heard');
 
-  // The heartbeat is the fresher word on what was applied; a report says it when no beat is kept.
+  // The heartbeat is the fresher word on what was applied when it knows of the newest report (or a later
+  // one); a beat sent before the newest report names what came before it, so the report says it then.
+  const beatFresher = beat?.beat !== undefined && (report === undefined || (beat.beat.reportSequence ?? -1) >= report.sequence);
   const fromReport = report?.declaration && report.outcome !== 'refused' ? report.declaration : null;
-  const lastApplied = beat?.beat?.lastApplied ?? fromReport ?? null;
+  const lastApplied = (beatFresher ? beat!.beat!.lastApplied : undefined) ?? fromReport ?? null;
   const newest = key?.newest ?? null;
   const behind = newest !== null && (lastApplied === null || (newest.digest !== lastApplied.digest && !isNewer(lastApplied, newest)));
   if (behind) problems.push(`behind: the mesh said ${markText(newest)}, it applied ${lastApplied ? markText(lastApplied) : 'nothing yet'}`);
@@ -131,7 +133,7 @@ function rowOf(node: string, seen: ReportSeen | undefined, beat: HeartbeatSeen |
     lastApplied,
     newest,
     behind,
-    reportSequence: beat?.beat?.reportSequence ?? report?.sequence ?? null,
+    reportSequence: (beatFresher ? beat!.beat!.reportSequence : undefined) ?? report?.sequence ?? null,
     heartbeat,
     silent,
     ...(seen?.signature ? { signature: seen.signature.verdict } : {}),

@@ -33,4 +33,15 @@ describe('the fleet rows (pure)', () => {
     const rows = fleetRows({ nowMs: now, reports: [{ ...report('a', 'converged'), signature: { verdict: 'failed', reason: 'not signed by the node key' } }], heartbeats: [beat('a', 0)], keys: [] });
     expect(rows[0]).toMatchObject({ state: 'failed', signature: 'failed', problems: ["its last report's signature does not verify: not signed by the node key"] });
   });
+
+  it('a heartbeat sent before the newest report does not hide it: what the report applied counts, and its sequence', () => {
+    // The beat came at start (report 1, declaration 1); deliveries 2 and 3 were reported after it.
+    const early: HeartbeatSeen = { node: 'a', storedAtMs: now - 25_000, beat: { reportSequence: 1, lastApplied: mark(1), intervalMs: 30_000 } };
+    const newer: ReportSeen = { ...report('a', 'converged', 3), report: { ...report('a', 'converged', 3).report!, sequence: 3 } };
+    const [row] = fleetRows({ nowMs: now, reports: [newer], heartbeats: [early], keys: [{ node: 'a', newest: mark(3) }] });
+    expect(row).toMatchObject({ state: 'converged', behind: false, lastApplied: mark(3), reportSequence: 3 });
+    // A beat that knows of the newest report is still the fresher word.
+    const [later] = fleetRows({ nowMs: now, reports: [newer], heartbeats: [{ ...early, beat: { reportSequence: 3, lastApplied: mark(4), intervalMs: 30_000 } }], keys: [{ node: 'a', newest: mark(4) }] });
+    expect(later).toMatchObject({ state: 'converged', lastApplied: mark(4), reportSequence: 3 });
+  });
 });
