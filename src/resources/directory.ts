@@ -29,8 +29,8 @@ export const directoryHandler: ResourceHandler<DirectoryResource> = {
       if (foundVerdict(resource, ctx) === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
       if (apply) {
         const change = ctx.writes.change(resource.id);
-        if (drift.length > 0) change.setMeta(path, want, 'directory');
         const original = { kind: 'directory' as const, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
+        if (drift.length > 0) change.setMeta(path, want, 'directory', { original: { mode: original.mode, uid: original.uid, gid: original.gid } });
         change.whenDurable(() => ctx.store.record({ id: resource.id, type: 'directory', target: path, origin: ctx.origin, created: false, original, appliedAt: ctx.now() }));
       }
       return { step: step(['take', ...drift]), verb: 'take', detail: 'found here; taken over, its mode and owner kept' };

@@ -8,6 +8,7 @@ import { writeDurably } from '../store/durable.js';
 import { foundVerdict, HELD_REASON, metaDrift, observe, ownRecord, type Wanted } from './ownership.js';
 import { PathRefused } from './rooted-fs.js';
 import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+import type { TakenOriginal } from './write-batch.js';
 
 /** What the plan and the report say of a sensitive file's content change. */
 export const SENSITIVE_CHANGE = 'content (sensitive, not shown)';
@@ -74,9 +75,9 @@ export const fileHandler: ResourceHandler<FileResource> = {
     const record = ownRecord(ctx, resource.id, 'file', path);
     const digest = declaredDigest(resource);
     /** Stages the write; the record is made once the file is durably there, with how it looks then. */
-    const write = (w: Wanted, creates: boolean, record: (seen: SeenFile) => ResourceRecord) => {
+    const write = (w: Wanted, creates: boolean, record: (seen: SeenFile) => ResourceRecord, original?: TakenOriginal) => {
       const change = ctx.writes.change(resource.id);
-      change.writeFile(path, content(), w, { creates });
+      change.writeFile(path, content(), w, { creates, ...(original ? { original } : {}) });
       change.whenDurable((done) => ctx.store.record(record(seenOf(done.statOf(path)!, digest))));
       ctx.changedFiles.add(resource.id);
       ctx.changedPaths.add(path);
@@ -91,10 +92,10 @@ export const fileHandler: ResourceHandler<FileResource> = {
      * Brings a found file to what is declared: only its mode and owner when the content is already right
      * (a chmod and an fsync, not a whole new file), else the content written whole.
      */
-    const mend = (drift: Drift, record: (seen: SeenFile) => ResourceRecord) => {
-      if (drift.content || !found.isFile() || found.nlink > 1) return write(want, false, record);
+    const mend = (drift: Drift, record: (seen: SeenFile) => ResourceRecord, original?: TakenOriginal) => {
+      if (drift.content || !found.isFile() || found.nlink > 1) return write(want, false, record, original);
       const change = ctx.writes.change(resource.id);
-      change.setMeta(path, want, 'file');
+      change.setMeta(path, want, 'file', original ? { original } : undefined);
       change.whenDurable((done) => ctx.store.record(record(seenOf(done.statOf(path)!, digest))));
       // A service that restarts on this file restarts on its mode and owner too, as when it was written whole.
       ctx.changedFiles.add(resource.id);
@@ -120,7 +121,7 @@ export const fileHandler: ResourceHandler<FileResource> = {
       if (apply) {
         const original = keepOriginal(ctx, resource, st);
         const taken = (seen: SeenFile): ResourceRecord => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: false, original, seen, appliedAt: ctx.now() });
-        if (drift.actions.length > 0) mend(drift, taken);
+        if (drift.actions.length > 0) mend(drift, taken, { mode: original!.mode, uid: original!.uid, gid: original!.gid, copy: join(ctx.takenDir, original!.copy!) });
         else ctx.store.record(taken(seenOf(st, digest)));
       }
       return { step: step(['take', ...drift.actions]), verb: 'take', detail: 'found here; taken over, the original kept', memo: memo(drift) };
@@ -156,7 +157,8 @@ export const fileHandler: ResourceHandler<FileResource> = {
         change.writeFile(record.target, readFileSync(copyPath), original, { creates: st === undefined });
         change.whenDurable(() => {
           ctx.store.forget(record.id);
-          unlinkSync(copyPath);
+          // Only once the store no longer names it: a crash before that save must still find the copy.
+          ctx.store.onSaved(() => unlinkSync(copyPath));
         });
       }
       return { step: stepOf(record, record.target, ['remove', 'original given back']), verb: 'remove', detail: 'the original taken over is given back' };

@@ -1,10 +1,10 @@
-import { closeSync, lstatSync, openSync, rmdirSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fchownSync, lstatSync, openSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
 import { posix } from 'node:path';
 import type { Store } from '../store/store.js';
 import type { Logger } from '../system/log.js';
 import { fsyncSync } from 'node:fs';
 import { PathRefused, RootedFs } from './rooted-fs.js';
-import type { Intent, IntentEntry } from './write-batch.js';
+import type { Intent, IntentEntry, TakenOriginal } from './write-batch.js';
 
 export interface Recovered {
   /** Temporary files of a batch cut short, removed from their target directories. */
@@ -15,6 +15,8 @@ export interface Recovered {
   kept: number;
   /** Paths that could not be undone (filled by others since, or refused): left, and said. */
   left: string[];
+  /** Things the cut apply was taking over that the store never recorded: given back as they were found. */
+  givenBack: number;
 }
 
 /**
@@ -24,7 +26,7 @@ export interface Recovered {
  * would ever remove it). Directories go deepest first, and only when empty. Says how many, aloud.
  */
 export function recoverIntents(store: Store, log: Logger): Recovered {
-  const result: Recovered = { temporaries: 0, undone: 0, kept: 0, left: [] };
+  const result: Recovered = { temporaries: 0, undone: 0, kept: 0, left: [], givenBack: 0 };
   const intents = store.pendingIntents.filter(isIntent);
   if (store.pendingIntents.length === 0) return result;
   const claimed = claimedPaths(store);
@@ -45,6 +47,14 @@ export function recoverIntents(store: Store, log: Logger): Recovered {
         if (entry.creates) {
           if (claimed.has(entry.path)) result.kept++;
           else made.push({ fs, entry });
+        } else if (entry.original && !claimed.has(entry.path)) {
+          // Taken over, and the save that records the original never came: the next apply would take
+          // what this one wrote as the original. It is given back now, as it was found.
+          const outcome = giveBack(fs, entry.path, entry.original, entry.directory === true);
+          if (outcome === 'given back') {
+            result.givenBack++;
+            touch(fs, entry.path);
+          } else if (outcome === 'left') result.left.push(entry.path);
         }
       }
     }
@@ -71,10 +81,11 @@ export function recoverIntents(store: Store, log: Logger): Recovered {
     for (const fs of roots.values()) fs.close();
   }
   store.clearIntents();
-  if (result.temporaries + result.undone + result.left.length > 0) {
+  if (result.temporaries + result.undone + result.givenBack + result.left.length > 0) {
     log.warn(
       { ...result },
       `an apply was cut short: removed ${result.temporaries} temporary file${result.temporaries === 1 ? '' : 's'} from target directories, undid ${result.undone} path${result.undone === 1 ? '' : 's'} it made that the store never recorded, kept ${result.kept} it recorded` +
+        (result.givenBack > 0 ? `, gave back ${result.givenBack} original${result.givenBack === 1 ? '' : 's'} it was taking over` : '') +
         (result.left.length > 0 ? `; left ${result.left.length} (filled or changed by others since): ${result.left.slice(0, 5).join(', ')}` : ''),
     );
   }
@@ -136,4 +147,59 @@ function removeIfEmptyDirectory(fs: RootedFs, path: string): 'removed' | 'absent
 
 function isIntent(value: unknown): value is Intent {
   return typeof value === 'object' && value !== null && typeof (value as Intent).root === 'string' && Array.isArray((value as Intent).entries);
+}
+
+/**
+ * Puts back what a cut apply was taking over: a file's kept copy written back atomically (a temporary
+ * beside it, owner and mode, fsync, rename) and the copy removed; a directory's mode and owner set back.
+ */
+function giveBack(fs: RootedFs, path: string, original: TakenOriginal, directory: boolean): 'given back' | 'absent' | 'left' {
+  let name: string | undefined;
+  try {
+    name = fs.pinned(path);
+  } catch (err) {
+    if (err instanceof PathRefused) return 'left';
+    throw err;
+  }
+  if (name === undefined) return 'absent';
+  if (original.copy === undefined) {
+    const fd = openSync(name, directory ? constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW : constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      fchownSync(fd, original.uid, original.gid);
+      fchmodSync(fd, original.mode);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    return 'given back';
+  }
+  let content: Buffer;
+  try {
+    content = readFileSync(original.copy);
+  } catch (err) {
+    // Given back already (a recovery cut short itself): nothing left to do.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'absent';
+    throw err;
+  }
+  const temporary = fs.pinned(path, `.${posix.basename(path)}.mesh-host-given-back`)!;
+  const fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+  try {
+    for (let done = 0; done < content.length; ) done += writeSync(fd, content, done, content.length - done);
+    fchownSync(fd, original.uid, original.gid);
+    fchmodSync(fd, original.mode);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temporary, name);
+  // The rename durable before the copy goes: a crash between must not lose both.
+  const dir = fs.pinned(path, '.')!;
+  const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    fsyncSync(dirFd);
+  } finally {
+    closeSync(dirFd);
+  }
+  unlinkSync(original.copy);
+  return 'given back';
 }

@@ -40,6 +40,20 @@ export interface IntentEntry {
   /** Nothing stood at the path: the batch creates it. */
   creates?: true;
   directory?: true;
+  /**
+   * The batch changes something the host takes over (an adopted machine's file or directory): what it
+   * was, and for a file where its content is kept. A crash before the store records the taking gives it
+   * back at the next start; otherwise the next apply would take what this one wrote as the original.
+   */
+  original?: TakenOriginal;
+}
+
+export interface TakenOriginal {
+  mode: number;
+  uid: number;
+  gid: number;
+  /** The kept copy of a file's content (an absolute path under the state directory). */
+  copy?: string;
 }
 
 /** What a resource's change learns once it is durable. */
@@ -58,9 +72,9 @@ export interface Amendment {
 }
 
 type Op =
-  | { kind: 'file'; path: string; bytes: Uint8Array; meta: Meta; creates: boolean; temporary: string }
+  | { kind: 'file'; path: string; bytes: Uint8Array; meta: Meta; creates: boolean; temporary: string; original?: TakenOriginal }
   | { kind: 'mkdir'; path: string; meta: Meta }
-  | { kind: 'meta'; path: string; meta: Meta; directory: boolean }
+  | { kind: 'meta'; path: string; meta: Meta; directory: boolean; original?: TakenOriginal }
   | { kind: 'unlink'; path: string }
   | { kind: 'rmdir'; path: string };
 
@@ -77,12 +91,15 @@ interface Owner {
 
 /** A resource's changes within one batch. */
 export interface Change {
-  /** Replaces (or creates, `creates: true` when nothing stands at the path) a regular file, atomically. */
-  writeFile(path: string, bytes: Uint8Array, meta: Meta, options?: { creates?: boolean }): void;
+  /**
+   * Replaces (or creates, `creates: true` when nothing stands at the path) a regular file, atomically.
+   * `original`: the file is being taken over; what it was, for the intent.
+   */
+  writeFile(path: string, bytes: Uint8Array, meta: Meta, options?: { creates?: boolean; original?: TakenOriginal }): void;
   /** Makes a directory where nothing stands. */
   makeDirectory(path: string, meta: Meta): void;
   /** Sets mode and owner in place, on a file or a directory (never through a link). */
-  setMeta(path: string, meta: Meta, kind: 'file' | 'directory'): void;
+  setMeta(path: string, meta: Meta, kind: 'file' | 'directory', options?: { original?: TakenOriginal }): void;
   /** Removes a file (or a link) at a declared path. */
   removeFile(path: string): void;
   /** Removes a directory if it is empty; one others filled is left, and said in `Durable.left`. */
@@ -165,9 +182,12 @@ export class WriteBatch {
     };
     return {
       writeFile: (path, bytes, meta, options) =>
-        stage({ kind: 'file', path, bytes, meta, creates: options?.creates === true, temporary: `.${posix.basename(path)}.mesh-host-${this.tag}-${(this.counter++).toString(36)}` }),
+        stage({
+          kind: 'file', path, bytes, meta, creates: options?.creates === true, temporary: `.${posix.basename(path)}.mesh-host-${this.tag}-${(this.counter++).toString(36)}`,
+          ...(options?.original ? { original: options.original } : {}),
+        }),
       makeDirectory: (path, meta) => stage({ kind: 'mkdir', path, meta }),
-      setMeta: (path, meta, kind) => stage({ kind: 'meta', path, meta, directory: kind === 'directory' }),
+      setMeta: (path, meta, kind, options) => stage({ kind: 'meta', path, meta, directory: kind === 'directory', ...(options?.original ? { original: options.original } : {}) }),
       removeFile: (path) => stage({ kind: 'unlink', path }),
       removeDirectory: (path) => stage({ kind: 'rmdir', path }),
       whenDurable: (then) => void o.durable.push(then),
@@ -375,8 +395,9 @@ function intentOf(owners: Owner[]): IntentEntry[] {
   const entries: IntentEntry[] = [];
   for (const owner of owners) {
     for (const op of owner.ops) {
-      if (op.kind === 'file') entries.push({ path: op.path, temporary: op.temporary, ...(op.creates ? { creates: true as const } : {}) });
+      if (op.kind === 'file') entries.push({ path: op.path, temporary: op.temporary, ...(op.creates ? { creates: true as const } : {}), ...(op.original ? { original: op.original } : {}) });
       else if (op.kind === 'mkdir') entries.push({ path: op.path, creates: true, directory: true });
+      else if (op.kind === 'meta' && op.original) entries.push({ path: op.path, original: op.original, ...(op.directory ? { directory: true as const } : {}) });
     }
   }
   return entries;

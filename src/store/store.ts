@@ -152,6 +152,13 @@ export class Store {
     this.marked.set(id, 'release');
   }
 
+  /** Work that may run only once the next save is on disk (removing a kept copy the store still names until then). */
+  onSaved(then: () => void): void {
+    this.whenSaved.push(then);
+  }
+
+  private whenSaved: Array<() => void> = [];
+
   /** Once the host ends, no save may start. */
   quiesce(): void {
     this.quiesced = true;
@@ -208,6 +215,7 @@ export class Store {
     // Nothing but the time of a no-op changed (a quiet reconcile): nothing durable is written.
     if (!recordsChanged && head === this.savedHead && !this.intents.unsettled) {
       this.settleMarks();
+      this.runWhenSaved();
       return undefined;
     }
     const count = Object.keys(records).length;
@@ -238,6 +246,19 @@ export class Store {
     // The save records what this run's intents named: they are settled. (Intents found at open wait
     // for their recovery, which clears them.)
     if (this.pendingIntents.length === 0) this.intents.clear(false);
+    this.runWhenSaved();
+  }
+
+  private runWhenSaved(): void {
+    const waiting = this.whenSaved;
+    this.whenSaved = [];
+    for (const then of waiting) {
+      try {
+        then();
+      } catch (err) {
+        this.log.warn({ err }, 'store: work after a save failed');
+      }
+    }
   }
 
   private settleMarks(): void {

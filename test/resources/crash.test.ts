@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyKilledAfter, applyNow, crashScene, leftBehind, type CrashScene } from '../support/crash.js';
+import { peekState } from '../../src/store/store.js';
 import { scratchFolders } from '../support/tree.js';
 
 const folder = scratchFolders(afterEach);
@@ -71,7 +72,8 @@ describe('an apply killed at any instant leaves nothing behind once the next app
     }
     // Most instants fall inside the apply (a few may fall after it ended, on a fast turn).
     expect(killed).toBeGreaterThan(0);
-  }, 600_000);
+    // Ten minutes for the default ten rounds; CRASH_ROUNDS=200 is given the time its rounds take.
+  }, Math.max(600_000, ROUNDS * 60_000));
 
   it.skipIf(!hasStrace && !process.env.CI)('kill -9 at every syscall of a batch (strace)', () => {
     const dir = folder();
@@ -122,4 +124,31 @@ describe('an apply killed at any instant leaves nothing behind once the next app
     expect(existsSync(failedPath)).toBe(true);
     dropAndCheck(scene, 'after the repair');
   }, 300_000);
+
+  it.skipIf(!hasStrace && !process.env.CI)('killed after taking a file over and before the store recorded it, the next start gives the original back, so it is never lost', () => {
+    const dir = folder();
+    const scene = crashScene(dir, 0, 0);
+    mkdirSync(join(scene.root, 'etc'), { recursive: true });
+    const conf = join(scene.root, 'etc/app.conf');
+    writeFileSync(conf, 'original\n', { mode: 0o644 });
+    const take = join(dir, 'take.json');
+    writeFileSync(take, JSON.stringify({ version: 1, node: 'crash', mode: 'converged', sequence: 1, resources: [{ type: 'file', id: 'conf', path: '/etc/app.conf', content: 'declared\n', mode: '0640' }] }));
+    // Killed at the main thread's third rename, after the kept copy's and the file's, before the store's
+    // save: the original is kept and the file written, durably, and the store never heard (checked below).
+    const killed = applyNow(scene, take, ['strace', '-qq', '-o', '/dev/null', '-e', 'trace=rename', '-e', 'inject=rename:signal=SIGKILL:when=3'], ONE_THREAD);
+    expect(killed.signal ?? killed.code, killed.stderr).toSatisfy((v: unknown) => v === 'SIGKILL' || v === 137 || v === null);
+    expect(readFileSync(conf, 'utf8')).toBe('declared\n');
+    expect(peekState(scene.state)?.records.conf).toBeUndefined();
+    // The next start gives the original back before it takes it again: the copy it keeps is the original.
+    const again = applyNow(scene, take);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/gave back 1 original it was taking over/);
+    expect(readFileSync(conf, 'utf8')).toBe('declared\n');
+    // Dropping the resource gives back what the machine had before the host ever came.
+    expect(applyNow(scene, scene.empty).code).toBe(0);
+    expect(readFileSync(conf, 'utf8')).toBe('original\n');
+    expect(statSync(conf).mode & 0o7777).toBe(0o644);
+    expect(readdirSync(join(scene.state, 'taken'))).toEqual([]);
+    expect(readdirSync(join(scene.root, 'etc'))).toEqual(['app.conf']);
+  }, 120_000);
 });
