@@ -69,11 +69,14 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     expect(await h.stop()).toBe(0);
     await h.start();
     await until(() => h.log().includes('the declaration read is the one already kept and applied'), 'the kept value read again', h);
-    await wait(500);
-    expect((await h.reports()).length).toBe(2);
-    // Put again (a new revision of the same bytes): the mesh said it again, and hears back.
+    // Put again (a new revision of the same bytes): the mesh said it again, and hears back. Its report is
+    // also the marker for what must not happen: had the restart made a report of the kept value, that one
+    // would stand between the first delivery's and this one's.
+    const putAt = new Date().toISOString();
     await h.put(declaration);
-    const reports = await h.waitForReports(3);
+    await h.waitForReport('of the bytes put again', (r) => r.trigger === 'delivery' && r.startedAt >= putAt);
+    const reports = await h.reports();
+    expect(reports.map((r) => [r.sequence, r.trigger])).toEqual([[1, 'genesis'], [2, 'delivery'], [3, 'delivery']]);
     expect(reports[2]).toMatchObject({ trigger: 'delivery', outcome: 'converged', declaration: { sequence: 2 }, steps: [], unchanged: { directory: 1 } });
   });
 
@@ -206,8 +209,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     await mesh.server.kill();
     // Reports made while the server is gone wait in the outbox: a reconcile that repairs drift makes one.
     rmSync(join(h.root, 'srv/app/f'));
-    await wait(1500);
-    expect(readdirSync(join(h.state, 'outbox')).length).toBeGreaterThan(0);
+    await until(() => readdirSync(join(h.state, 'outbox')).length > 0, 'a report waiting in the outbox', h);
     await mesh.server.run();
     for (let i = 7; i <= 9; i++) {
       // The restarted server recovers its streams first: the control side retries its put.
