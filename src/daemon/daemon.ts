@@ -24,12 +24,11 @@ import { cachedLinks } from './links-fact.js';
 import { LockedStore } from './locked-store.js';
 import { watchOutbox } from './outbox-watch.js';
 import { heartbeatOf, statusOf } from './status.js';
+import { savedStateReader } from './saved-state.js';
 import { applyPending, waitingReports } from './worker.js';
 import { startWatching } from './watching.js';
 import { startDaemonMetrics } from '../metrics/daemon-metrics.js';
-import { peekState, STATE_FILE } from '../store/store.js';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { peekState } from '../store/store.js';
 
 /** An unenrolled daemon given a bundle enrols itself with it. */
 export interface GenesisOrder {
@@ -72,6 +71,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
   const startedAt = clock.monotonic();
   const archiveObjects = connectionArchiveObjects(() => link.connection, () => (config.servers.length === 0 ? 'no servers are configured' : 'the link is not connected'));
   let linkUp = false;
+  const savedState = savedStateReader(paths.stateDir);
   const metrics = await startDaemonMetrics(config, {
     outboxWaiting: () => outbox.pending().length,
     lastReport: () => lastReport(),
@@ -79,14 +79,6 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     linkUp: () => linkUp,
     now: () => clock.now().getTime(),
   }, log);
-  /** The store as saved (read without the lock: it is saved whole), for the metrics. */
-  const savedState = (): { refusals?: Record<string, number>; reportSequence?: number; lastOutcome?: { at: string; reportSequence?: number } } | undefined => {
-    try {
-      return JSON.parse(readFileSync(join(paths.stateDir, STATE_FILE), 'utf8')) as ReturnType<typeof savedState>;
-    } catch {
-      return undefined;
-    }
-  };
   /** The last report made: its sequence as saved, and when the outcome that made it was (an outcome that spent no sequence does not count). */
   let lastReportSeen: { sequence: number; at: string } | null = null;
   const lastReport = () => {
@@ -233,7 +225,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     },
   });
 
-  const status = () => statusOf(paths.stateDir, config.node, actor.getSnapshot().value);
+  const status = () => statusOf(savedState(), config.node, actor.getSnapshot().value);
 
   const actor = createActor(machine, { input: options.genesis ? { bundle: options.genesis } : {} });
   const onSignal = (signal: NodeJS.Signals) => {

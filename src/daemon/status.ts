@@ -1,17 +1,10 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { STATE_FILE } from '../store/store.js';
 import { keptFoundFirewalls } from '../firewall/kept.js';
 import type { StoreState } from '../store/state.js';
+import type { SavedState } from './saved-state.js';
 
-/** What `meshctl status` is answered: the store's head as saved, read without the lock (it is renamed whole), and the lifecycle's state. */
-export function statusOf(stateDir: string, node: string, lifecycleState: unknown) {
-  let state: Record<string, unknown> & { records?: object; journal?: { records?: number } } = {};
-  try {
-    state = JSON.parse(readFileSync(join(stateDir, STATE_FILE), 'utf8')) as typeof state;
-  } catch {
-    // not saved yet
-  }
+/** What `meshctl status` is answered: the store's head as saved (read without the lock: it is renamed whole), and the lifecycle's state. */
+export function statusOf(saved: SavedState | undefined, node: string, lifecycleState: unknown) {
+  const state: SavedState = saved ?? {};
   return {
     node,
     mode: state.mode ?? null,
