@@ -4,6 +4,7 @@ import type { FailedTrial, HostEvent, LauncherCommand, PipeEnd } from '../releas
 import { reportFailedTrial } from '../release/trial-report.js';
 import type { Logger } from '../system/log.js';
 import { statusOf } from './status.js';
+import { savedStateReader } from './saved-state.js';
 
 /** What the daemon is given when `mesh-host launch` started it. */
 export interface LauncherLink {
@@ -41,10 +42,11 @@ export function attachLauncher(actor: LifecycleActor, deps: LauncherSeamDeps): (
   /** Said once this host serves again (after a resume, or now if it serves). */
   let failedTrials: FailedTrial[] = [];
   /** The last outcome seen in the saved store: an apply that ended says the next one. */
+  const savedState = savedStateReader(deps.stateDir);
   let lastOutcomeAt: string | undefined = outcomeOf()?.at;
 
   function outcomeOf() {
-    return statusOf(deps.stateDir, deps.node(), null).lastOutcome as { outcome: 'converged' | 'failed' | 'refused'; at: string; reportSequence?: number; message?: string } | null;
+    return statusOf(savedState(), deps.node(), null).lastOutcome as { outcome: 'converged' | 'failed' | 'refused'; at: string; reportSequence?: number; message?: string } | null;
   }
 
   function reportFailed(): void {
