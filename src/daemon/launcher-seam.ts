@@ -41,8 +41,8 @@ export function attachLauncher(actor: LifecycleActor, deps: LauncherSeamDeps): (
   let trialDue = deps.trial !== undefined;
   /** Said once this host serves again (after a resume, or now if it serves). */
   let failedTrials: FailedTrial[] = [];
-  /** The last outcome seen in the saved store: an apply that ended says the next one. */
   const savedState = savedStateReader(deps.stateDir);
+  /** The last outcome seen in the saved store: an apply that ended says the next one. */
   let lastOutcomeAt: string | undefined = outcomeOf()?.at;
 
   function outcomeOf() {
