@@ -40,6 +40,7 @@ const IN_FLIGHT = 100;
 const IDLE_MS = 20_000;
 const SAMPLED_PUTS = 50;
 const HZ = 100;
+const SET_UP_BOUND_MS = 5 * 60_000;
 
 async function inBatches<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {
   for (let i = 0; i < items.length; i += IN_FLIGHT) await Promise.all(items.slice(i, i + IN_FLIGHT).map(fn));
@@ -93,11 +94,15 @@ export async function runShape(shape: Shape, hosts: number, cluster: boolean): P
     const cpu0 = cpu();
     const t0 = performance.now();
     let setUpFailures = 0;
-    await inBatches(nodes.map((node, i) => [node, i] as const), async ([node, i]) => {
+    let setUp = 0;
+    const all = inBatches(nodes.map((node, i) => [node, i] as const), async ([node, i]) => {
       const at = i % CONNECTIONS;
       // A set-up that fails (the JetStream API's 5 s timeout) is counted, as a host would have to retry it.
       await hear(shape, conns[at + 1]!, kvs[at]!, node, () => latest.get(node) ?? 0, (revision) => latest.set(node, Math.max(latest.get(node) ?? 0, revision))).catch(() => void setUpFailures++);
+      setUp++;
     });
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([all, new Promise((_, reject) => (bound = setTimeout(() => reject(new Error(`${setUp.toLocaleString('en')} of ${hosts.toLocaleString('en')} set up after ${SET_UP_BOUND_MS / 60_000} minutes`)), SET_UP_BOUND_MS)))]).finally(() => clearTimeout(bound));
     const setUpS = (performance.now() - t0) / 1000;
     const setUpCpuS = (cpu() - cpu0) / HZ;
     const cpu1 = cpu();
@@ -131,7 +136,9 @@ export const shapeHeader = [
   '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
 ];
 
+const shapeName = (shape: Shape) => (shape === 'consumer' ? 'KV watch (a consumer a host)' : 'subscription + direct get');
+
 export const shapeRow = (f: ShapeFigures) =>
   f.failed
-    ? `| ${f.shape} | ${f.hosts.toLocaleString('en')} | ${f.servers} | did not finish: ${f.failed} | | | | | | |`
-    : `| ${f.shape === 'consumer' ? 'KV watch (a consumer a host)' : 'subscription + direct get'} | ${f.hosts.toLocaleString('en')} | ${f.servers} | ${fmt(f.setUpS)} s | ${f.setUpFailures.toLocaleString('en')} | ${fmt(f.setUpCpuS)} s | ${f.addedRssMb.toFixed(0)} MB | ${fmt(f.idleCpuSPerMin)} s | ${f.consumers.toLocaleString('en')} | ${fmt(f.noticeMs)} ms |`;
+    ? `| ${shapeName(f.shape)} | ${f.hosts.toLocaleString('en')} | ${f.servers} | did not finish: ${f.failed} | | | | | | |`
+    : `| ${shapeName(f.shape)} | ${f.hosts.toLocaleString('en')} | ${f.servers} | ${fmt(f.setUpS)} s | ${f.setUpFailures.toLocaleString('en')} | ${fmt(f.setUpCpuS)} s | ${f.addedRssMb.toFixed(0)} MB | ${fmt(f.idleCpuSPerMin)} s | ${f.consumers.toLocaleString('en')} | ${fmt(f.noticeMs)} ms |`;

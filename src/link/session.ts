@@ -165,7 +165,7 @@ export class LinkSession {
    * Reads the key until a revision newer than the last one delivered is there. The notice can come
    * before the stream has stored the put (or, in a cluster, before the replica that answers the read has
    * it), so an unchanged read is tried again a few times, backing off; a notice of a put the stream
-   * refused (a compare-and-set that lost) never brings a new revision, and the reads stop after ~6 s.
+   * refused (a compare-and-set that lost) never brings a new revision, and the reads stop after ~25 s.
    */
   private async readHeard(): Promise<void> {
     this.readingHeard = true;
@@ -173,7 +173,7 @@ export class LinkSession {
       while (this.heardAgain && !this.closed) {
         this.heardAgain = false;
         const before = this.lastRevision;
-        for (let attempt = 0; attempt < 8 && !this.closed && !this.heardAgain; attempt++) {
+        for (let attempt = 0; attempt < 10 && !this.closed && !this.heardAgain; attempt++) {
           await this.reread('put heard');
           if (this.lastRevision > before) break;
           await this.pause(25 * 2 ** attempt);

@@ -5,7 +5,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { control, enrolledHost, type HostFixture } from '../support/daemon.js';
 import { natsUnavailable, startCluster, type NatsServer } from '../support/nats.js';
 import { runCli } from '../support/cli.js';
-import { DECLARATIONS_BUCKET, HEARTBEATS_STREAM, REPORTS_STREAM } from '../../src/link/wire.js';
+import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, ENROLMENTS_BUCKET, HEARTBEATS_STREAM, REPORTS_STREAM } from '../../src/link/wire.js';
 
 const unavailable = natsUnavailable();
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -63,7 +63,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a three-server cl
     const nc = await control(servers.map((s) => s.url));
     try {
       const jsm = await jetstreamManager(nc);
-      for (const stream of [`KV_${DECLARATIONS_BUCKET}`, REPORTS_STREAM, HEARTBEATS_STREAM]) expect((await jsm.streams.info(stream)).config.num_replicas, stream).toBe(3);
+      for (const stream of [`KV_${DECLARATIONS_BUCKET}`, REPORTS_STREAM, HEARTBEATS_STREAM, `KV_${ENROLMENTS_BUCKET}`, `OBJ_${ARCHIVES_BUCKET}`]) expect((await jsm.streams.info(stream)).config.num_replicas, stream).toBe(3);
     } finally {
       await nc.close();
     }
