@@ -40,6 +40,13 @@ export interface WireSetUp {
   choice: ReplicaChoice;
 }
 
+/** One stream of the wire (a bucket and an object store are streams too), and how it is made. */
+interface WirePart {
+  stream: string;
+  what: string;
+  create(): Promise<void>;
+}
+
 /**
  * The control side creates the declarations bucket, the reports and heartbeats streams, the enrolments
  * bucket and the archives store when missing, with replicas sized to the cluster; hosts only read and publish. An existing one is left as it is
@@ -50,10 +57,6 @@ export async function ensureWire(nc: NatsConnection, options: { replicas?: numbe
   const { replicas } = choice;
   const { jetstreamManager } = await lazy(import('@nats-io/jetstream'));
   const jsm = await jetstreamManager(nc);
-  const created: string[] = [];
-  const short: string[] = [];
-  const changed: string[] = [];
-  const bucketStream = `KV_${DECLARATIONS_BUCKET}`;
   const existing = async (name: string) => {
     try {
       return await jsm.streams.info(name);
@@ -61,43 +64,57 @@ export async function ensureWire(nc: NatsConnection, options: { replicas?: numbe
       return undefined;
     }
   };
-  const settle = async (name: string, what: string) => {
-    const info = await existing(name);
-    if (!info) return false;
-    if (info.config.num_replicas === replicas) return true;
+  /** What became of one part of the wire: made, its replicas set, short of them, or as it was. */
+  const settle = async (part: WirePart): Promise<{ created?: string; changed?: string; short?: string }> => {
+    const info = await existing(part.stream);
+    if (!info) {
+      await part.create();
+      return { created: part.what };
+    }
+    if (info.config.num_replicas === replicas) return {};
     if (options.replicas !== undefined) {
-      await jsm.streams.update(name, { ...info.config, num_replicas: replicas });
-      changed.push(`${what} (had ${info.config.num_replicas})`);
-    } else if (info.config.num_replicas < replicas) short.push(`${what} has ${info.config.num_replicas} replica${info.config.num_replicas === 1 ? '' : 's'}`);
-    return true;
+      await jsm.streams.update(part.stream, { ...info.config, num_replicas: replicas });
+      return { changed: `${part.what} (had ${info.config.num_replicas})` };
+    }
+    if (info.config.num_replicas < replicas) return { short: `${part.what} has ${info.config.num_replicas} replica${info.config.num_replicas === 1 ? '' : 's'}` };
+    return {};
   };
-  if (!(await settle(bucketStream, `the bucket ${DECLARATIONS_BUCKET}`))) {
+  const kv = async (bucket: string) => {
     const { Kvm } = await lazy(import('@nats-io/kv'));
-    await new Kvm(nc).create(DECLARATIONS_BUCKET, { history: 5, replicas });
-    created.push(`the bucket ${DECLARATIONS_BUCKET}`);
-  }
-  if (!(await settle(REPORTS_STREAM, `the stream ${REPORTS_STREAM}`))) {
-    await jsm.streams.add({ name: REPORTS_STREAM, subjects: [REPORTS_SUBJECTS], duplicate_window: 2 * 60 * 1_000_000_000, num_replicas: replicas });
-    created.push(`the stream ${REPORTS_STREAM}`);
-  }
-  // Heartbeats are plain publishes; this stream keeps only the newest of each node, so the fleet view
-  // knows every node's last beat at once instead of listening for three intervals.
-  if (!(await settle(HEARTBEATS_STREAM, `the stream ${HEARTBEATS_STREAM}`))) {
-    await jsm.streams.add({ name: HEARTBEATS_STREAM, subjects: [HEARTBEAT_SUBJECTS], max_msgs_per_subject: 1, num_replicas: replicas });
-    created.push(`the stream ${HEARTBEATS_STREAM}`);
-  }
-  // The control side's record of each node's key, and the fleet's archives: lost with their server
-  // otherwise, like the rest.
-  if (!(await settle(`KV_${ENROLMENTS_BUCKET}`, `the bucket ${ENROLMENTS_BUCKET}`))) {
-    const { Kvm } = await lazy(import('@nats-io/kv'));
-    await new Kvm(nc).create(ENROLMENTS_BUCKET, { history: 5, replicas });
-    created.push(`the bucket ${ENROLMENTS_BUCKET}`);
-  }
-  if (!(await settle(`OBJ_${ARCHIVES_BUCKET}`, `the archive store ${ARCHIVES_BUCKET}`))) {
-    const { Objm } = await lazy(import('@nats-io/obj'));
-    await new Objm(nc).create(ARCHIVES_BUCKET, { replicas });
-    created.push(`the archive store ${ARCHIVES_BUCKET}`);
-  }
+    await new Kvm(nc).create(bucket, { history: 5, replicas });
+  };
+  const parts: WirePart[] = [
+    { stream: `KV_${DECLARATIONS_BUCKET}`, what: `the bucket ${DECLARATIONS_BUCKET}`, create: () => kv(DECLARATIONS_BUCKET) },
+    {
+      stream: REPORTS_STREAM,
+      what: `the stream ${REPORTS_STREAM}`,
+      create: async () => void (await jsm.streams.add({ name: REPORTS_STREAM, subjects: [REPORTS_SUBJECTS], duplicate_window: 2 * 60 * 1_000_000_000, num_replicas: replicas })),
+    },
+    // Heartbeats are plain publishes; this stream keeps only the newest of each node, so the fleet view
+    // knows every node's last beat at once instead of listening for three intervals.
+    {
+      stream: HEARTBEATS_STREAM,
+      what: `the stream ${HEARTBEATS_STREAM}`,
+      create: async () => void (await jsm.streams.add({ name: HEARTBEATS_STREAM, subjects: [HEARTBEAT_SUBJECTS], max_msgs_per_subject: 1, num_replicas: replicas })),
+    },
+    // The control side's record of each node's key, and the fleet's archives: lost with their server
+    // otherwise, like the rest.
+    { stream: `KV_${ENROLMENTS_BUCKET}`, what: `the bucket ${ENROLMENTS_BUCKET}`, create: () => kv(ENROLMENTS_BUCKET) },
+    {
+      stream: `OBJ_${ARCHIVES_BUCKET}`,
+      what: `the archive store ${ARCHIVES_BUCKET}`,
+      create: async () => {
+        const { Objm } = await lazy(import('@nats-io/obj'));
+        await new Objm(nc).create(ARCHIVES_BUCKET, { replicas });
+      },
+    },
+  ];
+  // The parts are independent: asked for and made at once (five round trips through a loaded cluster's
+  // meta leader one after another took long enough to matter), said in this order.
+  const settled = await Promise.all(parts.map(settle));
+  const created = settled.flatMap((s) => (s.created ? [s.created] : []));
+  const changed = settled.flatMap((s) => (s.changed ? [s.changed] : []));
+  const short = settled.flatMap((s) => (s.short ? [s.short] : []));
   return { created, changed, short, choice };
 }
 
