@@ -81,13 +81,16 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the release on a 
           expect(await show('MainPID')).toBe(launcher);
           expect(await hostPid()).toBe(host);
 
-          // A crash (every process of the unit killed), once the service runs with its host: systemd
+          // A crash, once the service runs with its host: systemd
           // starts it again, and it connects again.
           await until('the service running its host', async () => (await show('SubState')) === 'running' && (await hostPid()) !== undefined);
           const restarts = Number(await show('NRestarts'));
           const before = await connections();
-          const killed = await container.exec('systemctl', ['kill', '-s', 'KILL', 'mesh-host.service']);
-          expect(killed.code, `${killed.stderr}\n${await show('ActiveState')} ${await show('SubState')} ${await show('MainPID')}\n${(await journal()).split('\n').slice(-60).join('\n')}`).toBe(0);
+          // The launcher killed, as a crash or the OOM killer would (its host ends with it, and systemd
+          // cleans up the rest): not through `systemctl kill`, whose walk of the unit's control group at
+          // times fails with EIO inside the container.
+          const killed = await container.exec('kill', ['-KILL', launcher]);
+          expect(killed.code, killed.stderr).toBe(0);
           await until('the restart after the crash', async () => Number(await show('NRestarts')) === restarts + 1 && (await show('SubState')) === 'running' && (await connections()) > before);
           expect(await show('MainPID')).not.toBe(launcher);
         },
