@@ -38,6 +38,7 @@ export function startWatching(deps: WatchingDeps): () => void {
     },
     log: deps.log,
   });
+  deps.log.debug({ reportSequence: state.reportSequence }, 'watch: the footprint is watched from here on');
   return () => watcher.close();
 }
 

@@ -30,7 +30,11 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the footprint wat
     // The delivery wrote twenty files; the next delivery rewrites them all. Had the watchers heard the
     // apply's own writes, a reconcile would stand between the two deliveries' reports.
     await h.put({ epoch: 1, sequence: 3, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, ...files.map((f) => ({ ...f, content: `${f.content}# again\n` }))] });
-    await reportWhere(h, 'of sequence 3', (r) => r.declaration?.sequence === 3 && r.trigger === 'delivery');
+    const third = await reportWhere(h, 'of sequence 3', (r) => r.declaration?.sequence === 3 && r.trigger === 'delivery');
+    // An edit made before the watchers took their first look after an apply would be their baseline: the
+    // report can reach the mesh a moment before they look, so wait until they watch from that report on.
+    const watchingAfter = (report: Report) => h.waitForLog(`the watchers after report ${report.sequence}`, new RegExp(`"reportSequence":${report.sequence},"msg":"watch: the footprint is watched from here on"`), 1, 60_000);
+    await watchingAfter(third);
 
     const conf = join(h.root, 'srv/app/f3.conf');
     const editedAt = Date.now();
@@ -42,6 +46,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the footprint wat
     // Said within seconds, not at the next reconcile tick (an hour away in this fixture).
     expect(heardAfterMs).toBeLessThan(30_000);
 
+    await watchingAfter(drift);
     chmodSync(join(h.root, 'srv/app/f4.conf'), 0o600);
     await reportWhere(h, 'saying the chmod', (r) => r.said.includes('drift: /srv/app/f4.conf mode 0644→0600'));
     expect(statSync(join(h.root, 'srv/app/f4.conf')).mode & 0o777).toBe(0o644);
