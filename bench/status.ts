@@ -41,26 +41,22 @@ export async function benchStatus(files = 10_000): Promise<string[]> {
     const resources: Resource[] = [{ type: 'directory', id: 'a', path: '/srv/a' }];
     for (let d = 0; d < 10; d++) resources.push({ type: 'directory', id: `d${d}`, path: `/srv/a/${d}` });
     for (let i = 0; i < files; i++) resources.push({ type: 'file', id: `f${i}`, path: `/srv/a/${i % 10}/${i}`, content: `${i}\n` });
-    const applying = { done: false };
-    const started = performance.now();
-    await h.put({ epoch: 1, sequence: 2, resources });
-    const waited = h.waitForReports(2, 600_000).then(() => {
-      applying.done = true;
-    });
-    const during = await roundTrips(nc, h.node, applying);
-    await waited;
-    const applyMs = performance.now() - started;
+    /** Puts the declaration and asks for status until its report (the `reports`-th) is in: the round trips and the put-to-report time. */
+    const askWhileApplying = async (reports: number) => {
+      const applying = { done: false };
+      const started = performance.now();
+      await h.put({ epoch: 1, sequence: 2, resources });
+      const waited = h.waitForReports(reports, 600_000).then(() => {
+        applying.done = true;
+      });
+      const trips = await roundTrips(nc, h.node, applying);
+      await waited;
+      return { trips, ms: performance.now() - started };
+    };
+    const { trips: during, ms: applyMs } = await askWhileApplying(2);
     // The no-op: the same declaration put again (a new revision of the same bytes) is applied again and
     // reported, every file checked and none written; status asked throughout, as above.
-    const noop = { done: false };
-    const noopStarted = performance.now();
-    await h.put({ epoch: 1, sequence: 2, resources });
-    const noopWaited = h.waitForReports(3, 600_000).then(() => {
-      noop.done = true;
-    });
-    const duringNoop = await roundTrips(nc, h.node, noop);
-    await noopWaited;
-    const noopMs = performance.now() - noopStarted;
+    const { trips: duringNoop, ms: noopMs } = await askWhileApplying(3);
     const after = await roundTrips(nc, h.node, 300);
     await nc.close();
 

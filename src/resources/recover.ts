@@ -104,15 +104,19 @@ function claimedPaths(store: Store): Set<string> {
   return claimed;
 }
 
-function removeIfFile(fs: RootedFs, path: string, sibling?: string): 'removed' | 'absent' | 'left' {
-  let name: string | undefined;
+/** Where a path is, reached without following a link: 'absent' when nothing is there, 'left' when it cannot be reached so. */
+function pinnedOrWhy(fs: RootedFs, path: string, sibling?: string): string | 'absent' | 'left' {
   try {
-    name = fs.pinned(path, sibling);
+    return fs.pinned(path, sibling) ?? 'absent';
   } catch (err) {
     if (err instanceof PathRefused) return 'left';
     throw err;
   }
-  if (name === undefined) return 'absent';
+}
+
+function removeIfFile(fs: RootedFs, path: string, sibling?: string): 'removed' | 'absent' | 'left' {
+  const name = pinnedOrWhy(fs, path, sibling);
+  if (name === 'left' || name === 'absent') return name;
   try {
     if (lstatSync(name).isDirectory()) return 'left';
     unlinkSync(name);
@@ -124,14 +128,8 @@ function removeIfFile(fs: RootedFs, path: string, sibling?: string): 'removed' |
 }
 
 function removeIfEmptyDirectory(fs: RootedFs, path: string): 'removed' | 'absent' | 'left' {
-  let name: string | undefined;
-  try {
-    name = fs.pinned(path);
-  } catch (err) {
-    if (err instanceof PathRefused) return 'left';
-    throw err;
-  }
-  if (name === undefined) return 'absent';
+  const name = pinnedOrWhy(fs, path);
+  if (name === 'left' || name === 'absent') return name;
   try {
     if (!lstatSync(name).isDirectory()) return 'left';
     rmdirSync(name);
@@ -154,14 +152,8 @@ function isIntent(value: unknown): value is Intent {
  * beside it, owner and mode, fsync, rename) and the copy removed; a directory's mode and owner set back.
  */
 function giveBack(fs: RootedFs, path: string, original: TakenOriginal, directory: boolean): 'given back' | 'absent' | 'left' {
-  let name: string | undefined;
-  try {
-    name = fs.pinned(path);
-  } catch (err) {
-    if (err instanceof PathRefused) return 'left';
-    throw err;
-  }
-  if (name === undefined) return 'absent';
+  const name = pinnedOrWhy(fs, path);
+  if (name === 'left' || name === 'absent') return name;
   if (original.copy === undefined) {
     const fd = openSync(name, directory ? constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW : constants.O_RDONLY | constants.O_NOFOLLOW);
     try {

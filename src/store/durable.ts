@@ -59,12 +59,7 @@ export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode 
     await handle.close();
     renameSync(temporary, target);
     renamed = true;
-    const dirHandle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-    try {
-      await dirHandle.sync();
-    } finally {
-      await dirHandle.close();
-    }
+    await fsyncDirectoryAsync(dir);
   } catch (err) {
     if (!renamed) {
       await handle.close().catch(() => undefined);
@@ -75,6 +70,16 @@ export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode 
       }
     }
     throw err;
+  }
+}
+
+/** A directory flushed on libuv's threads, so that the event loop keeps serving meanwhile. */
+export async function fsyncDirectoryAsync(dir: string): Promise<void> {
+  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 

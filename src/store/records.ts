@@ -1,7 +1,7 @@
 import { closeSync, constants, fdatasyncSync, ftruncateSync, openSync, readFileSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fsyncDirectory } from './durable.js';
+import { fsyncDirectory, fsyncDirectoryAsync } from './durable.js';
 import type { ResourceRecord } from './state.js';
 
 /**
@@ -147,12 +147,7 @@ export async function startGenerationAsync(stateDir: string, generation: number,
     } finally {
       await handle.close();
     }
-    const dir = await open(stateDir, constants.O_RDONLY | constants.O_DIRECTORY);
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
+    await fsyncDirectoryAsync(stateDir);
   } catch (err) {
     dropGeneration(stateDir, generation);
     throw err;

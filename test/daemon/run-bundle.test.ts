@@ -2,14 +2,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import type { NatsConnection } from '@nats-io/transport-node';
 import { newOperatorKey, sign } from '../../src/declaration/envelope.js';
-import { DECLARATIONS_BUCKET, REPORTS_STREAM, reportSubject } from '../../src/link/wire.js';
-import type { Report } from '../../src/report/report.js';
+import { DECLARATIONS_BUCKET } from '../../src/link/wire.js';
 import { projectDir, runCli } from '../support/cli.js';
-import { control } from '../support/daemon.js';
+import { control, reportsOf } from '../support/daemon.js';
 import { useMesh } from '../support/mesh.js';
 import { natsUnavailable } from '../support/nats.js';
 import { hashTree, scratchFolders } from '../support/tree.js';
@@ -17,22 +14,6 @@ import { hashTree, scratchFolders } from '../support/tree.js';
 const unavailable = natsUnavailable();
 const folder = scratchFolders(afterEach);
 let nodes = 0;
-
-/** Every report of a node in the stream, in stream order. */
-async function reportsOf(nc: NatsConnection, node: string): Promise<Report[]> {
-  const jsm = await jetstreamManager(nc);
-  const info = await jsm.streams.info(REPORTS_STREAM, { subjects_filter: reportSubject(node) } as never);
-  const count = (info.state.subjects as Record<string, number> | undefined)?.[reportSubject(node)] ?? 0;
-  if (count === 0) return [];
-  const consumer = await jetstream(nc).consumers.get(REPORTS_STREAM, { filter_subjects: reportSubject(node), deliver_policy: DeliverPolicy.All });
-  const out: Report[] = [];
-  while (out.length < count) {
-    const m = await consumer.next({ expires: 2000 });
-    if (!m) break;
-    out.push(JSON.parse(m.string()) as Report);
-  }
-  return out;
-}
 
 /** Waits on a condition checked as the event it watches comes; the timeout names what was awaited and shows the log. */
 async function until(check: () => boolean | Promise<boolean>, what: string, log: () => string, timeoutMs = 60_000): Promise<void> {

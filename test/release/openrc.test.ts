@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dirname } from 'node:path';
 import { NatsServer, natsUnavailable } from '../support/nats.js';
 import { openrcUnavailable, startOpenrcContainer } from '../support/openrc-tree.js';
-import { releaseBuild } from '../support/releases.js';
 import type { SystemdContainer } from '../support/systemd-container.js';
 import { scratch } from '../support/tree.js';
-import { selfUpdateScenario, type Scenario } from './self-update.js';
+import { buildFolders, scenarioBuilds, selfUpdateScenario, type Scenario } from './self-update.js';
 
 /**
  * The release on Debian's real OpenRC, in a container over a Debian tree that has no node at all:
@@ -21,10 +19,10 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the release on a 
   let builds: Scenario['builds'];
 
   beforeAll(async () => {
-    builds = { '0.1.0': releaseBuild('0.1.0'), '0.2.0': releaseBuild('0.2.0'), '0.3.0': releaseBuild('0.3.0', 'start'), '0.4.0': releaseBuild('0.4.0', 'apply') };
+    builds = scenarioBuilds();
     work = scratch('mesh-host-release-openrc-');
     server = await NatsServer.start();
-    container = await startOpenrcContainer({ binds: [work.dir], readOnlyBinds: [...new Set(Object.values(builds).map((b) => dirname(dirname(b))))], withoutNode: true, bootTimeoutMs: 180_000 });
+    container = await startOpenrcContainer({ binds: [work.dir], readOnlyBinds: buildFolders(builds), withoutNode: true, bootTimeoutMs: 180_000 });
   }, 900_000);
   afterAll(async () => {
     await container?.stop();

@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import { dirname, join } from 'node:path';
 import type { NatsServer } from '../support/nats.js';
 import { runCli } from '../support/cli.js';
+import { releaseBuild } from '../support/releases.js';
 import type { SystemdContainer } from '../support/systemd-container.js';
 import type { Report } from '../../src/report/report.js';
 
@@ -41,6 +42,14 @@ const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * at start and one whose apply fails, both rolled back and reported by the old host; a stop in the
  * middle of a trial; the report sequence of the whole run without a gap; uninstalled, the state kept.
  */
+/** The four builds the scenario ships: two good ones, one that fails at start, one whose apply fails. */
+export function scenarioBuilds(): Scenario['builds'] {
+  return { '0.1.0': releaseBuild('0.1.0'), '0.2.0': releaseBuild('0.2.0'), '0.3.0': releaseBuild('0.3.0', 'start'), '0.4.0': releaseBuild('0.4.0', 'apply') };
+}
+
+/** The folders holding the builds, bound read-only into a container. */
+export const buildFolders = (builds: Scenario['builds']): string[] => [...new Set(Object.values(builds).map((b) => dirname(dirname(b))))];
+
 export async function selfUpdateScenario(s: Scenario): Promise<Report[]> {
   const { container, server, work, builds, manager, node } = s;
   const inside = async (command: string, args: string[] = [], timeoutMs = 60_000) => {

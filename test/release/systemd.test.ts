@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dirname } from 'node:path';
 import { NatsServer, natsUnavailable } from '../support/nats.js';
 import { projectDir } from '../support/cli.js';
-import { releaseBuild } from '../support/releases.js';
 import { containerUnavailable, startSystemdContainer, type SystemdContainer } from '../support/systemd-container.js';
 import { scratch } from '../support/tree.js';
-import { selfUpdateScenario, type Scenario } from './self-update.js';
+import { buildFolders, scenarioBuilds, selfUpdateScenario, type Scenario } from './self-update.js';
 
 /**
  * The release on a real systemd booted in a container over a volatile copy of this machine's root,
@@ -23,10 +21,10 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the release on a 
   let builds: Scenario['builds'];
 
   beforeAll(async () => {
-    builds = { '0.1.0': releaseBuild('0.1.0'), '0.2.0': releaseBuild('0.2.0'), '0.3.0': releaseBuild('0.3.0', 'start'), '0.4.0': releaseBuild('0.4.0', 'apply') };
+    builds = scenarioBuilds();
     work = scratch('mesh-host-release-systemd-');
     server = await NatsServer.start();
-    container = await startSystemdContainer({ binds: [projectDir.replace(/\/$/, ''), work.dir], readOnlyBinds: [...new Set(Object.values(builds).map((b) => dirname(dirname(b))))], bootTimeoutMs: 180_000 });
+    container = await startSystemdContainer({ binds: [projectDir.replace(/\/$/, ''), work.dir], readOnlyBinds: buildFolders(builds), bootTimeoutMs: 180_000 });
     // Node masked inside the container's own mounts: nothing of this machine is touched.
     const masked = await container.exec('mount', ['--bind', '/dev/null', '/usr/bin/node']);
     if (masked.code !== 0) throw new Error(`node could not be masked: ${masked.stderr}`);

@@ -108,21 +108,7 @@ export async function enrolledHost(servers: string[], options: { resources?: Res
       const envelope = await sign(Buffer.from(JSON.stringify({ version: 1, node, mode: 'converged', ...declaration })), opts.seed ?? seed);
       return kv.put(opts.node ?? node, JSON.stringify(envelope));
     },
-    async reports() {
-      const js = jetstream(nc);
-      const jsm = await jetstreamManager(nc);
-      const info = await jsm.streams.info(REPORTS_STREAM, { subjects_filter: reportSubject(node) } as never);
-      const count = (info.state.subjects as Record<string, number> | undefined)?.[reportSubject(node)] ?? 0;
-      if (count === 0) return [];
-      const consumer = await js.consumers.get(REPORTS_STREAM, { filter_subjects: reportSubject(node), deliver_policy: DeliverPolicy.All });
-      const out: Report[] = [];
-      while (out.length < count) {
-        const m = await consumer.next({ expires: 2000 });
-        if (!m) break;
-        out.push(JSON.parse(m.string()) as Report);
-      }
-      return out;
-    },
+    reports: () => reportsOf(nc, node),
     async waitForReports(count, timeoutMs = 20_000) {
       const started = Date.now();
       for (;;) {
@@ -156,4 +142,20 @@ export async function enrolledHost(servers: string[], options: { resources?: Res
     },
   };
   return fixture;
+}
+
+/** Every report of a node in the stream, in stream order. */
+export async function reportsOf(nc: NatsConnection, node: string): Promise<Report[]> {
+  const jsm = await jetstreamManager(nc);
+  const info = await jsm.streams.info(REPORTS_STREAM, { subjects_filter: reportSubject(node) } as never);
+  const count = (info.state.subjects as Record<string, number> | undefined)?.[reportSubject(node)] ?? 0;
+  if (count === 0) return [];
+  const consumer = await jetstream(nc).consumers.get(REPORTS_STREAM, { filter_subjects: reportSubject(node), deliver_policy: DeliverPolicy.All });
+  const out: Report[] = [];
+  while (out.length < count) {
+    const m = await consumer.next({ expires: 2000 });
+    if (!m) break;
+    out.push(JSON.parse(m.string()) as Report);
+  }
+  return out;
 }
