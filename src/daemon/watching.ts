@@ -36,6 +36,7 @@ export function startWatching(deps: WatchingDeps): () => void {
       deps.log.info({ found: found.map((f) => f.message) }, 'watch: found between applies; a reconcile is asked for');
       deps.onFound(found);
     },
+    onUnitsWatched: (units) => deps.log.debug({ reportSequence: state.reportSequence, units }, 'watch: the units are watched from here on'),
     log: deps.log,
   });
   deps.log.debug({ reportSequence: state.reportSequence }, 'watch: the footprint is watched from here on');

@@ -48,15 +48,22 @@ export function openrcManager(runner: CommandRunner, options: { timeoutMs?: numb
           subState: daemon && !daemon.alive ? `crashed (its process ${daemon.pid} from ${daemon.pidfile} is gone)` : (state ?? 'unknown'),
           result: state === 'crashed' ? 'crashed' : 'success',
           unitFileState: inDefault.has(unit) ? 'enabled' : 'disabled',
-          invocationId: daemon ? `pid ${daemon.pid}` : '',
-          nRestarts: 0,
-          mainPid: daemon?.alive ? daemon.pid : 0,
+          // A supervised daemon's process and respawns, so a daemon its supervisor keeps starting again is seen.
+          invocationId: daemon ? `pid ${daemon.supervised?.childPid ?? daemon.pid}` : '',
+          nRestarts: daemon?.supervised?.respawns ?? 0,
+          mainPid: daemon?.alive ? (daemon.supervised?.childPid ?? daemon.pid) : 0,
           job: '',
         });
       }
       return states;
     },
     async act(unit, action) {
+      // A daemon that died stays `started` to OpenRC, and `start` then only says it already is: the
+      // service is reset to stopped first (`zap`), as an operator would, so that it really starts.
+      if (action === 'start' && daemonOf(root, unit)?.alive === false) {
+        const zapped = await run('rc-service', [unit, 'zap']);
+        if (zapped.failure || zapped.code !== 0) throw new ServiceManagerError(`rc-service ${unit} zap failed: ${zapped.failure?.message ?? zapped.stderr.trim()}`);
+      }
       const result = await run('rc-service', [unit, action]);
       if (result.failure || result.code !== 0) throw new ServiceManagerError(`rc-service ${unit} ${action} failed: ${result.failure?.message ?? result.stderr.trim()}`);
     },
@@ -74,8 +81,22 @@ export function openrcManager(runner: CommandRunner, options: { timeoutMs?: numb
   };
 }
 
+/** The daemon of a started service, as its pidfile names it. */
+export interface OpenrcDaemon {
+  /** The process the pidfile names: the daemon itself, or its supervise-daemon. */
+  pid: number;
+  pidfile: string;
+  alive: boolean;
+  /**
+   * For a service run by supervise-daemon (`supervisor=supervise-daemon`): the pidfile names the
+   * supervisor, which starts the daemon again whenever it ends. The daemon is the supervisor's child,
+   * and how often it was started again is counted, both in OpenRC's options of the service.
+   */
+  supervised?: { childPid: number; childAlive: boolean; respawns: number };
+}
+
 /** The daemon of a started service, by its pidfile, and whether its process is still there. */
-export function daemonOf(root: string, unit: string): { pid: number; pidfile: string; alive: boolean } | undefined {
+export function daemonOf(root: string, unit: string): OpenrcDaemon | undefined {
   for (const pidfile of [...recordedPidfiles(root, unit), `/run/${unit}.pid`]) {
     let pid: number;
     try {
@@ -84,9 +105,36 @@ export function daemonOf(root: string, unit: string): { pid: number; pidfile: st
       continue;
     }
     if (!Number.isInteger(pid) || pid <= 0) continue;
-    return { pid, pidfile, alive: processAlive(root, pid) };
+    const supervised = supervisedChild(root, unit, pid);
+    return { pid, pidfile, alive: processAlive(root, pid), ...(supervised ? { supervised } : {}) };
   }
   return undefined;
+}
+
+/** What supervise-daemon keeps of its child (`/run/openrc/options/NAME/child_pid`, `start_count`), when the pidfile names a supervisor. */
+function supervisedChild(root: string, unit: string, supervisor: number): OpenrcDaemon['supervised'] {
+  const option = (name: string) => {
+    try {
+      return Number.parseInt(readFileSync(join(root, 'run/openrc/options', unit, name), 'utf8').trim(), 10);
+    } catch {
+      return Number.NaN;
+    }
+  };
+  const childPid = option('child_pid');
+  if (!Number.isInteger(childPid) || childPid <= 0) return undefined;
+  // Options outlive the service they were written for: they are this supervisor's only if the living
+  // process the pidfile names is a supervise-daemon (a dead one is read as a supervisor gone).
+  if (processAlive(root, supervisor) && !commandOf(root, supervisor).startsWith('supervise-daemon')) return undefined;
+  const respawns = option('start_count');
+  return { childPid, childAlive: processAlive(root, childPid), respawns: Number.isInteger(respawns) ? respawns : 0 };
+}
+
+function commandOf(root: string, pid: number): string {
+  try {
+    return readFileSync(join(root, 'proc', String(pid), 'cmdline'), 'utf8').split('\0')[0]!.split('/').pop()!;
+  } catch {
+    return '';
+  }
 }
 
 /** What OpenRC's own start-stop-daemon recorded (`pidfile=` in /run/openrc/daemons/NAME/NNN). */

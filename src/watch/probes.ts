@@ -1,7 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServiceManager } from '../services/manager.js';
-import { daemonOf } from '../services/openrc.js';
+import { daemonOf, type OpenrcDaemon } from '../services/openrc.js';
 import type { UnitLook, UnitProbe } from './units.js';
 
 /** A full look through the manager at least this often, whatever the marks say (a safety net). */
@@ -23,14 +23,27 @@ export function unitProbe(manager: ServiceManager, root: string): UnitProbe {
   if (manager.name === 'systemd') return systemdProbe(manager, root);
   return async (units) => {
     const looks = new Map<string, UnitLook>();
-    for (const unit of units) {
-      const daemon = daemonOf(root, unit);
-      looks.set(unit, daemon
-        ? { activeState: daemon.alive ? 'active' : 'failed', subState: daemon.alive ? 'started' : `crashed (its process ${daemon.pid} from ${daemon.pidfile} is gone)`, invocationId: `pid ${daemon.pid}`, nRestarts: 0 }
-        : { activeState: 'inactive', subState: 'stopped (no pidfile)', invocationId: '', nRestarts: 0 });
-    }
+    for (const unit of units) looks.set(unit, openrcLook(daemonOf(root, unit)));
     return looks;
   };
+}
+
+/**
+ * One OpenRC service as the watcher sees it. A daemon of its own is up while the process its pidfile
+ * names lives. A supervised one (supervise-daemon) is up while its supervisor lives; the supervisor
+ * starts the daemon again when it ends, which shows as a new child and one more respawn counted.
+ */
+export function openrcLook(daemon: OpenrcDaemon | undefined): UnitLook {
+  if (!daemon) return { activeState: 'inactive', subState: 'stopped (no pidfile)', invocationId: '', nRestarts: 0 };
+  const { supervised } = daemon;
+  if (!daemon.alive) {
+    const what = supervised ? `unsupervised (its supervisor ${daemon.pid} from ${daemon.pidfile} is gone)` : `crashed (its process ${daemon.pid} from ${daemon.pidfile} is gone)`;
+    return { activeState: 'failed', subState: what, invocationId: `pid ${supervised?.childPid ?? daemon.pid}`, nRestarts: supervised?.respawns ?? 0 };
+  }
+  if (!supervised) return { activeState: 'active', subState: 'started', invocationId: `pid ${daemon.pid}`, nRestarts: 0 };
+  return supervised.childAlive
+    ? { activeState: 'active', subState: 'started (supervised)', invocationId: `pid ${supervised.childPid}`, nRestarts: supervised.respawns }
+    : { activeState: 'activating', subState: `respawning (its process ${supervised.childPid} is gone; supervise-daemon ${daemon.pid} starts it again)`, invocationId: `pid ${supervised.childPid}`, nRestarts: supervised.respawns };
 }
 
 function systemdProbe(manager: ServiceManager, root: string): UnitProbe {

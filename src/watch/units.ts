@@ -21,6 +21,8 @@ export interface UnitWatchOptions {
   /** Between two looks (default 2 s: a unit that leaves running is noticed well within 5 s). */
   intervalMs?: number;
   onFound(found: Finding[]): void;
+  /** Once the first look is taken: from then on a unit that leaves running is heard. */
+  onWatching?(): void;
   log: Logger;
 }
 
@@ -61,7 +63,9 @@ export function watchUnits(options: UnitWatchOptions): Watcher {
         }
         if (found.length > 0) options.onFound(found);
       }
+      const first = last === undefined;
       last = now;
+      if (first) options.onWatching?.();
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'watch: the units could not be looked at; trying again');
     }

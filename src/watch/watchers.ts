@@ -26,6 +26,8 @@ export interface HostWatchInput {
   /** Asked for only when a service is to be watched. */
   serviceManager?: () => Promise<ServiceManager | undefined>;
   onFound(found: Finding[]): void;
+  /** Once the units are watched (their first look taken): what happens to them from then on is heard. */
+  onUnitsWatched?(units: readonly string[]): void;
   log: Logger;
   unitIntervalMs?: number;
 }
@@ -58,7 +60,7 @@ export function watchHost(input: HostWatchInput): Watcher {
     watched().then(
       ({ units, manager }) => {
         if (closed || !manager) return;
-        watchers.push(watchUnits({ units, probe: unitProbe(manager, input.managerRoot ?? '/'), onFound: input.onFound, log: input.log, ...(input.unitIntervalMs ? { intervalMs: input.unitIntervalMs } : {}) }));
+        watchers.push(watchUnits({ units, probe: unitProbe(manager, input.managerRoot ?? '/'), onFound: input.onFound, onWatching: () => input.onUnitsWatched?.(units), log: input.log, ...(input.unitIntervalMs ? { intervalMs: input.unitIntervalMs } : {}) }));
       },
       (err: Error) => input.log.warn({ err: err.message }, 'watch: no service manager to watch the units with'),
     );

@@ -10,6 +10,7 @@ import { sign } from '../../src/declaration/envelope.js';
 import type { Report } from '../../src/report/report.js';
 import type { Resource } from '../../src/declaration/schema.js';
 import { projectDir, runCli } from './cli.js';
+import { childOf } from './systemd-container.js';
 import { scratch } from './tree.js';
 
 export interface HostFixture {
@@ -21,7 +22,11 @@ export interface HostFixture {
   seed: string;
   flags: string[];
   log: () => string;
-  start(): Promise<void>;
+  /**
+   * Runs the daemon; `via` is a command it runs under (`nsenter -t PID -a`: inside a container, whose
+   * namespaces it enters and whose child the daemon is). Stopping and killing reach the daemon itself.
+   */
+  start(options?: { via?: string[] }): Promise<void>;
   stop(): Promise<number | null>;
   kill(): Promise<void>;
   /** Signs and puts a declaration for this node (or another one's bytes as given). */
@@ -76,17 +81,26 @@ export async function enrolledHost(servers: string[], options: { resources?: Res
   const nc = await control(servers);
   await ensureWire(nc, options.replicas ? { replicas: options.replicas } : {});
   let proc: ChildProcess | undefined;
+  /** The daemon's PID: the spawned process, or its child when it runs under a launcher (nsenter forks it). */
+  let daemonPid: () => number | undefined = () => proc?.pid;
+  const signal = (sig: NodeJS.Signals) => {
+    const pid = daemonPid();
+    if (pid !== undefined) process.kill(pid, sig);
+  };
   let log = '';
   const fixture: HostFixture = {
     node, dir: s.dir, root, state, config, seed, flags,
     log: () => log,
-    async start() {
-      proc = spawn(process.execPath, [...(options.nodeFlags ?? []), join(projectDir, 'bin/mesh-host'), 'run', ...flags, '--log-level', 'debug'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    async start({ via = [] } = {}) {
+      const command = [...via, process.execPath, ...(options.nodeFlags ?? []), join(projectDir, 'bin/mesh-host'), 'run', ...flags, '--log-level', 'debug'];
+      proc = spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+      const launcher = proc;
+      daemonPid = via.length === 0 ? () => launcher.pid : () => (launcher.pid === undefined ? undefined : childOf(launcher.pid));
       proc.stdout!.on('data', (d: Buffer) => (log += d.toString()));
       proc.stderr!.on('data', (d: Buffer) => (log += d.toString()));
       const started = Date.now();
       while (!log.includes('"link: connected"') && !log.includes('msg":"link: connected')) {
-        if (Date.now() - started > 15_000) throw new Error(`the daemon did not connect:\n${log}`);
+        if (Date.now() - started > 60_000) throw new Error(`the daemon did not connect:\n${log}`);
         if (proc.exitCode !== null) throw new Error(`the daemon exited ${proc.exitCode}:\n${log}`);
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -94,14 +108,16 @@ export async function enrolledHost(servers: string[], options: { resources?: Res
     async stop() {
       if (!proc || proc.exitCode !== null) return proc?.exitCode ?? null;
       const p = proc;
-      p.kill('SIGTERM');
-      return new Promise((resolve) => p.once('exit', (code) => resolve(code)));
+      const exit = new Promise<number | null>((resolve) => p.once('exit', (code) => resolve(code)));
+      signal('SIGTERM');
+      return exit;
     },
     async kill() {
       if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
       const p = proc;
-      p.kill('SIGKILL');
-      await new Promise((resolve) => p.once('exit', resolve));
+      const exit = new Promise((resolve) => p.once('exit', resolve));
+      signal('SIGKILL');
+      await exit;
     },
     async put(declaration, opts = {}) {
       const kv = await new Kvm(nc).open(DECLARATIONS_BUCKET);

@@ -16,8 +16,10 @@ export function openrcUnavailable(): string | undefined {
 }
 
 /** The tree, made when missing (a minute or two: Debian's packages are fetched). A half-made tree is never kept. */
+const complete = (tree: string) => existsSync(join(tree, 'sbin/openrc-run')) || existsSync(join(tree, 'usr/sbin/openrc-run'));
+
 export function openrcTree(): string {
-  if (existsSync(join(TREE, 'sbin/openrc-run')) || existsSync(join(TREE, 'usr/sbin/openrc-run'))) return TREE;
+  if (complete(TREE)) return TREE;
   const making = `${TREE}.making-${process.pid}`;
   rmSync(making, { recursive: true, force: true });
   // Node runs inside from this machine's binary (bound read-only), so the tree carries its C++ library.
@@ -26,8 +28,15 @@ export function openrcTree(): string {
     rmSync(making, { recursive: true, force: true });
     throw new Error(`mmdebstrap could not make the OpenRC tree (${made.status ?? made.signal}):\n${(made.stderr ?? '').slice(-3000)}`);
   }
-  rmSync(TREE, { recursive: true, force: true });
-  renameSync(making, TREE);
+  // Test files run in parallel workers, each of which may have made a tree: the first one in is kept
+  // (another's containers may already run over it), later ones are dropped.
+  if (!complete(TREE)) rmSync(TREE, { recursive: true, force: true });
+  try {
+    renameSync(making, TREE);
+  } catch (err) {
+    if (!complete(TREE)) throw err;
+    rmSync(making, { recursive: true, force: true });
+  }
   return TREE;
 }
 

@@ -51,7 +51,8 @@ export function containerUnavailable(): string | undefined {
   return undefined;
 }
 
-function childOf(pid: number): number | undefined {
+/** The first child of a process (nspawn's init, nsenter's command), if it has one yet. */
+export function childOf(pid: number): number | undefined {
   try {
     const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
     return children.length ? Number(children[0]) : undefined;
