@@ -1,11 +1,11 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Report } from '../../src/report/report.js';
 import { projectDir } from '../support/cli.js';
+import { useContainer } from '../support/container-block.js';
 import type { HostFixture } from '../support/daemon.js';
 import { useMesh } from '../support/mesh.js';
 import { natsUnavailable } from '../support/nats.js';
 import { openrcUnavailable, startOpenrcContainer } from '../support/openrc-tree.js';
-import type { SystemdContainer } from '../support/systemd-container.js';
 
 /**
  * The unit watcher end to end on Debian's real OpenRC: a real mesh-host daemon runs inside a container
@@ -21,18 +21,10 @@ const WAIT_MS = 180_000;
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`the unit watcher of a real daemon on a real OpenRC${unavailable ? ` (cannot run: ${unavailable})` : ''}`, { timeout: 900_000 }, () => {
   const mesh = useMesh();
-  let container: SystemdContainer | undefined;
-  afterAll(async () => {
-    await container?.stop();
-  });
-
-  const inside = async (command: string, args: string[]) => {
-    const r = await container!.exec(command, args, 60_000);
-    if (r.code !== 0) throw new Error(`${command} ${args.join(' ')}: exit ${r.code}: ${r.stderr}${r.stdout}`);
-    return r.stdout.trim();
-  };
+  const box = useContainer();
+  const { inside } = box;
   const pidIn = async (file: string) => Number.parseInt(await inside('cat', [file]), 10);
-  const alive = async (pid: number) => (await container!.exec('kill', ['-0', String(pid)])).code === 0;
+  const alive = async (pid: number) => (await box.container.exec('kill', ['-0', String(pid)])).code === 0;
   /** Init scripts as a package would install them, and OpenRC's dependency tree made again (as the package's scripts would). */
   const install = async (scripts: Record<string, string>) => {
     for (const [name, body] of Object.entries(scripts)) {
@@ -48,7 +40,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the unit watcher 
 
   it('a supervised daemon killed by hand is heard respawned, a daemon of its own killed by hand is started again; each is reported, named; the apply\'s own restarts trigger nothing', async () => {
     const h = await mesh.enrol({ start: false, config: { serviceManager: 'openrc' } });
-    container = await startOpenrcContainer({ binds: [project, h.dir] });
+    const container = await box.start(() => startOpenrcContainer({ binds: [project, h.dir] }));
     await install({
       supervised: 'command=/bin/sleep\ncommand_args=infinity\nsupervisor=supervise-daemon\npidfile=/run/supervised.pid',
       background: 'command=/bin/sleep\ncommand_args=infinity\ncommand_background=true\npidfile=/run/background.pid',

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Report } from '../../src/report/report.js';
@@ -6,7 +6,8 @@ import { projectDir } from '../support/cli.js';
 import type { HostFixture } from '../support/daemon.js';
 import { useMesh } from '../support/mesh.js';
 import { natsUnavailable } from '../support/nats.js';
-import { containerUnavailable, startSystemdContainer, type SystemdContainer } from '../support/systemd-container.js';
+import { useContainer } from '../support/container-block.js';
+import { containerUnavailable, startSystemdContainer } from '../support/systemd-container.js';
 
 /**
  * The watchers end to end: a real mesh-host daemon runs inside a real systemd (booted with
@@ -21,17 +22,9 @@ const UNIT = 'watched.service';
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`the watchers of a real daemon on a real systemd${unavailable ? ` (cannot run: ${unavailable})` : ''}`, { timeout: 300_000 }, () => {
   const mesh = useMesh();
-  let container: SystemdContainer | undefined;
-  afterAll(async () => {
-    await container?.stop();
-  });
-
-  const inside = async (command: string, args: string[]) => {
-    const r = await container!.exec(command, args, 60_000);
-    if (r.code !== 0) throw new Error(`${command} ${args.join(' ')}: exit ${r.code}: ${r.stderr}${r.stdout}`);
-    return r.stdout.trim();
-  };
-  const journal = async () => (await container!.exec('journalctl', ['-u', 'mesh-host-watch', '--no-pager', '-o', 'cat'], 60_000)).stdout;
+  const box = useContainer();
+  const { inside } = box;
+  const journal = async () => (await box.container.exec('journalctl', ['-u', 'mesh-host-watch', '--no-pager', '-o', 'cat'], 60_000)).stdout;
   /** Waits for the first report that matches; a timeout shows the reports and the end of the daemon's journal. */
   const reportWhere = async (h: HostFixture, what: string, match: (r: Report) => boolean, timeoutMs = 60_000) => {
     for (const deadline = Date.now() + timeoutMs; ; await new Promise((r) => setTimeout(r, 50))) {
@@ -44,7 +37,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the watchers of a
 
   it('a unit killed by hand and a file edited by hand are each repaired and reported; the apply\'s own writes and restarts trigger nothing', async () => {
     const h = await mesh.enrol({ start: false });
-    container = await startSystemdContainer({ binds: [project, h.dir] });
+    await box.start(() => startSystemdContainer({ binds: [project, h.dir] }));
     // A service on the machine, as a package would have installed it.
     await inside('/bin/sh', ['-c', `printf '[Unit]\\nDescription=watched\\n[Service]\\nExecStart=/bin/sleep infinity\\nRestart=no\\n' > /etc/systemd/system/${UNIT} && systemctl daemon-reload`]);
     // The daemon, run by the container's systemd; its state and scratch root are the fixture's, bound in.

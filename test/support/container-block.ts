@@ -1,0 +1,36 @@
+import { afterAll } from 'vitest';
+import type { SystemdContainer } from './systemd-container.js';
+
+export interface ContainerBlock {
+  /** Starts the block's container (inside a test, when it binds in what the test made). */
+  start(make: () => Promise<SystemdContainer>): Promise<SystemdContainer>;
+  readonly container: SystemdContainer;
+  /** Runs a command inside and gives its output, trimmed; a failure throws, naming the command. */
+  inside(command: string, args: string[]): Promise<string>;
+}
+
+/** A container for the describe block it is called in: started by a test, stopped after the block. */
+export function useContainer(): ContainerBlock {
+  let container: SystemdContainer | undefined;
+  afterAll(async () => {
+    await container?.stop();
+  });
+  const started = () => {
+    if (!container) throw new Error('the container is started by a test of the block: call start() first');
+    return container;
+  };
+  return {
+    async start(make) {
+      container = await make();
+      return container;
+    },
+    get container() {
+      return started();
+    },
+    async inside(command, args) {
+      const r = await started().exec(command, args, 60_000);
+      if (r.code !== 0) throw new Error(`${command} ${args.join(' ')}: exit ${r.code}: ${r.stderr}${r.stdout}`);
+      return r.stdout.trim();
+    },
+  };
+}
