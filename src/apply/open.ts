@@ -9,9 +9,9 @@ import type { Logger } from '../system/log.js';
  * sequence on, so that no later report reuses its sequence and nothing is lost. An apply cut short is
  * finished or undone here (its intents), before anything else is read.
  */
-export function openStore(stateDir: string, log: Logger): Store {
+export async function openStore(stateDir: string, log: Logger): Promise<Store> {
   const store = Store.open(stateDir, log);
-  recoverIntents(store, log);
+  await recoverIntents(store, log);
   const newest = Math.max(0, ...new Outbox(stateDir).pending());
   if (newest > store.state.reportSequence) {
     log.warn({ outbox: newest, store: store.state.reportSequence }, `store: the outbox holds report ${newest}, beyond the recorded sequence ${store.state.reportSequence}; moving the sequence on`);

@@ -33,7 +33,7 @@ export async function withLockedStore<T>(stateDir: string, log: Logger, lock: { 
   ensureStateDir(stateDir);
   const held = await acquireLock(stateDir, lock);
   try {
-    return await fn(openStore(stateDir, log));
+    return await fn(await openStore(stateDir, log));
   } finally {
     held.release();
   }

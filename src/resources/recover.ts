@@ -1,8 +1,9 @@
-import { closeSync, constants, fchmodSync, fchownSync, lstatSync, openSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
+import { constants } from 'node:fs';
+import { lstat, open, readFile, rename, rmdir, unlink } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { Store } from '../store/store.js';
 import type { Logger } from '../system/log.js';
-import { fsyncSync } from 'node:fs';
+import { yielder } from './yielder.js';
 import { PathRefused, RootedFs } from './rooted-fs.js';
 import type { Intent, IntentEntry, TakenOriginal } from './write-batch.js';
 
@@ -24,8 +25,10 @@ export interface Recovered {
  * temporary file is removed; a file or directory made where nothing stood is kept when the store
  * records it (the apply's save happened) and removed when it does not (the save never came: nobody
  * would ever remove it). Directories go deepest first, and only when empty. Says how many, aloud.
+ * The removals wait on libuv's threads and the walk yields now and then: a daemon that recovers a
+ * cut 10,000-file apply keeps answering.
  */
-export function recoverIntents(store: Store, log: Logger): Recovered {
+export async function recoverIntents(store: Store, log: Logger): Promise<Recovered> {
   const result: Recovered = { temporaries: 0, undone: 0, kept: 0, left: [], givenBack: 0 };
   const intents = store.pendingIntents.filter(isIntent);
   if (store.pendingIntents.length === 0) return result;
@@ -34,13 +37,15 @@ export function recoverIntents(store: Store, log: Logger): Recovered {
   const roots = new Map<string, RootedFs>();
   const touched = new Map<string, { fs: RootedFs; dir: string }>();
   const touch = (fs: RootedFs, path: string) => touched.set(`${fs.root}\0${posix.dirname(path)}`, { fs, dir: posix.dirname(path) });
+  const pause = yielder();
   try {
     for (const intent of intents) {
       // Reached through the same pinned, link-refusing walk as the writes: a link planted since is not followed.
       const fs = roots.get(intent.root) ?? new RootedFs(intent.root);
       roots.set(intent.root, fs);
       for (const entry of intent.entries) {
-        if (entry.temporary !== undefined && removeIfFile(fs, entry.path, entry.temporary) === 'removed') {
+        await pause();
+        if (entry.temporary !== undefined && (await removeIfFile(fs, entry.path, entry.temporary)) === 'removed') {
           result.temporaries++;
           touch(fs, entry.path);
         }
@@ -50,7 +55,7 @@ export function recoverIntents(store: Store, log: Logger): Recovered {
         } else if (entry.original && !claimed.has(entry.path)) {
           // Taken over, and the save that records the original never came: the next apply would take
           // what this one wrote as the original. It is given back now, as it was found.
-          const outcome = giveBack(fs, entry.path, entry.original, entry.directory === true);
+          const outcome = await giveBack(fs, entry.path, entry.original, entry.directory === true);
           if (outcome === 'given back') {
             result.givenBack++;
             touch(fs, entry.path);
@@ -61,7 +66,8 @@ export function recoverIntents(store: Store, log: Logger): Recovered {
     // Deepest first, so a directory is empty of what the batch made inside it when its turn comes.
     made.sort((a, b) => b.entry.path.split('/').length - a.entry.path.split('/').length);
     for (const { fs, entry } of made) {
-      const outcome = entry.directory ? removeIfEmptyDirectory(fs, entry.path) : removeIfFile(fs, entry.path);
+      await pause();
+      const outcome = entry.directory ? await removeIfEmptyDirectory(fs, entry.path) : await removeIfFile(fs, entry.path);
       if (outcome === 'removed') {
         result.undone++;
         touch(fs, entry.path);
@@ -69,13 +75,7 @@ export function recoverIntents(store: Store, log: Logger): Recovered {
     }
     for (const { fs, dir } of touched.values()) {
       const name = fs.pinned(dir === '/' ? '/.' : `${dir}/.`);
-      if (name === undefined) continue;
-      const fd = openSync(name, 'r');
-      try {
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
+      if (name !== undefined) await fsyncPath(name, constants.O_RDONLY | constants.O_DIRECTORY);
     }
   } finally {
     for (const fs of roots.values()) fs.close();
@@ -104,6 +104,15 @@ function claimedPaths(store: Store): Set<string> {
   return claimed;
 }
 
+async function fsyncPath(name: string, flags: number): Promise<void> {
+  const handle = await open(name, flags);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Where a path is, reached without following a link: 'absent' when nothing is there, 'left' when it cannot be reached so. */
 function pinnedOrWhy(fs: RootedFs, path: string, sibling?: string): string | 'absent' | 'left' {
   try {
@@ -114,12 +123,12 @@ function pinnedOrWhy(fs: RootedFs, path: string, sibling?: string): string | 'ab
   }
 }
 
-function removeIfFile(fs: RootedFs, path: string, sibling?: string): 'removed' | 'absent' | 'left' {
+async function removeIfFile(fs: RootedFs, path: string, sibling?: string): Promise<'removed' | 'absent' | 'left'> {
   const name = pinnedOrWhy(fs, path, sibling);
   if (name === 'left' || name === 'absent') return name;
   try {
-    if (lstatSync(name).isDirectory()) return 'left';
-    unlinkSync(name);
+    if ((await lstat(name)).isDirectory()) return 'left';
+    await unlink(name);
     return 'removed';
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'absent';
@@ -127,12 +136,12 @@ function removeIfFile(fs: RootedFs, path: string, sibling?: string): 'removed' |
   }
 }
 
-function removeIfEmptyDirectory(fs: RootedFs, path: string): 'removed' | 'absent' | 'left' {
+async function removeIfEmptyDirectory(fs: RootedFs, path: string): Promise<'removed' | 'absent' | 'left'> {
   const name = pinnedOrWhy(fs, path);
   if (name === 'left' || name === 'absent') return name;
   try {
-    if (!lstatSync(name).isDirectory()) return 'left';
-    rmdirSync(name);
+    if (!(await lstat(name)).isDirectory()) return 'left';
+    await rmdir(name);
     fs.forgetDirectory(path);
     return 'removed';
   } catch (err) {
@@ -151,47 +160,41 @@ function isIntent(value: unknown): value is Intent {
  * Puts back what a cut apply was taking over: a file's kept copy written back atomically (a temporary
  * beside it, owner and mode, fsync, rename) and the copy removed; a directory's mode and owner set back.
  */
-function giveBack(fs: RootedFs, path: string, original: TakenOriginal, directory: boolean): 'given back' | 'absent' | 'left' {
+async function giveBack(fs: RootedFs, path: string, original: TakenOriginal, directory: boolean): Promise<'given back' | 'absent' | 'left'> {
   const name = pinnedOrWhy(fs, path);
   if (name === 'left' || name === 'absent') return name;
   if (original.copy === undefined) {
-    const fd = openSync(name, directory ? constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW : constants.O_RDONLY | constants.O_NOFOLLOW);
+    const handle = await open(name, directory ? constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW : constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
-      fchownSync(fd, original.uid, original.gid);
-      fchmodSync(fd, original.mode);
-      fsyncSync(fd);
+      await handle.chown(original.uid, original.gid);
+      await handle.chmod(original.mode);
+      await handle.sync();
     } finally {
-      closeSync(fd);
+      await handle.close();
     }
     return 'given back';
   }
   let content: Buffer;
   try {
-    content = readFileSync(original.copy);
+    content = await readFile(original.copy);
   } catch (err) {
     // Given back already (a recovery cut short itself): nothing left to do.
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'absent';
     throw err;
   }
   const temporary = fs.pinned(path, `.${posix.basename(path)}.mesh-host-given-back`)!;
-  const fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+  const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
   try {
-    for (let done = 0; done < content.length; ) done += writeSync(fd, content, done, content.length - done);
-    fchownSync(fd, original.uid, original.gid);
-    fchmodSync(fd, original.mode);
-    fsyncSync(fd);
+    await handle.writeFile(content);
+    await handle.chown(original.uid, original.gid);
+    await handle.chmod(original.mode);
+    await handle.sync();
   } finally {
-    closeSync(fd);
+    await handle.close();
   }
-  renameSync(temporary, name);
+  await rename(temporary, name);
   // The rename durable before the copy goes: a crash between must not lose both.
-  const dir = fs.pinned(path, '.')!;
-  const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    fsyncSync(dirFd);
-  } finally {
-    closeSync(dirFd);
-  }
-  unlinkSync(original.copy);
+  await fsyncPath(fs.pinned(path, '.')!, constants.O_RDONLY | constants.O_DIRECTORY);
+  await unlink(original.copy);
   return 'given back';
 }

@@ -1,6 +1,6 @@
 import {
-  closeSync, constants, fchmod, fchmodSync, fchown, fchownSync, fstatSync, fsync, mkdir, openSync, renameSync, rmdir,
-  unlink, unlinkSync, write, writeSync, type Stats,
+  closeSync, constants, fchmod, fchown, fstatSync, fsync, mkdir, open, rename, rmdir,
+  unlink, write, writeSync, type Stats,
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
@@ -14,6 +14,8 @@ const fsyncAsync = promisify(fsync);
 const mkdirAsync = promisify(mkdir);
 const unlinkAsync = promisify(unlink);
 const rmdirAsync = promisify(rmdir);
+const openAsync = promisify(open);
+const renameAsync = promisify(rename);
 
 /** Mode and owner a write leaves on what it makes. */
 export interface Meta {
@@ -258,10 +260,11 @@ export class WriteBatch {
         failOp({ owner, op }, err);
       }
     }
-    // Directories, in staging order (parents are declared, and staged, before their children).
-    for (const { owner, op } of all) {
-      if (op.kind !== 'mkdir' || owner.failure) continue;
-      try {
+    // Directories, parents first: those at one depth are made together, each depth after the one above.
+    const mkdirs = all.filter((x) => x.op.kind === 'mkdir');
+    for (const depth of [...new Set(mkdirs.map(({ op }) => depthOf(op.path)))].sort((a, b) => a - b)) {
+      await this.pool(mkdirs.filter(({ op }) => depthOf(op.path) === depth), async ({ owner, op }) => {
+        if (owner.failure || op.kind !== 'mkdir') return;
         await this.fs.withParent(op.path, (at) => mkdirAsync(at, { mode: 0o700 }));
         owner.made.push(op);
         await this.fs.withDirectory(op.path, async (fd) => {
@@ -270,9 +273,7 @@ export class WriteBatch {
         });
         touch(posix.dirname(op.path), owner);
         touch(op.path, owner);
-      } catch (err) {
-        failOp({ owner, op }, err);
-      }
+      }, failOp);
     }
     await this.pool(all.filter((x) => x.op.kind === 'meta'), async ({ owner, op }) => {
       if (owner.failure || op.kind !== 'meta') return;
@@ -311,14 +312,18 @@ export class WriteBatch {
   }
 
   /**
-   * Temporary written whole, owner and mode set, fsynced, renamed over the name; its stat after. Only
-   * the fsync (and the writes of a large file) wait on the disk, so only they go to libuv's threads:
-   * the rest are page-cache calls of microseconds, made in line (one thread hop a file, not eight).
+   * Temporary written whole, owner and mode set, fsynced, renamed over the name; its stat after. Every
+   * call that changes the directory or the inode (the creation, owner, mode, the fsync, the rename) goes
+   * to libuv's threads: with other files of the batch being flushed, each may wait on the file system's
+   * journal, and waiting in line stalled the event loop (and the batch) for most of a first converge.
+   * The write of small content (page cache only) and the stat and close stay in line.
    */
   private async writeFile(op: Extract<Op, { kind: 'file' }>): Promise<Stats> {
     return this.fs.withParent(op.path, async (at, atName) => {
       const temporary = atName(op.temporary);
-      const fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      // The creation and the rename wait on the file system's journal while other files of the batch
+      // are being flushed: on libuv's threads, so that neither the event loop nor the other files wait.
+      const fd = await openAsync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
       let renamed = false;
       try {
         let written = 0;
@@ -326,33 +331,27 @@ export class WriteBatch {
         while (written < op.bytes.length) {
           written += inLine ? writeSync(fd, op.bytes, written, op.bytes.length - written) : (await writeAsync(fd, op.bytes, written, op.bytes.length - written)).bytesWritten;
         }
-        fchownSync(fd, op.meta.uid, op.meta.gid);
-        fchmodSync(fd, op.meta.mode);
+        await fchownAsync(fd, op.meta.uid, op.meta.gid);
+        await fchmodAsync(fd, op.meta.mode);
         await fsyncAsync(fd);
-        renameSync(temporary, at);
+        await renameAsync(temporary, at);
         renamed = true;
         // After the rename: a rename changes the inode's ctime, which the next apply compares.
         return fstatSync(fd);
       } finally {
         closeSync(fd);
-        if (!renamed) {
-          try {
-            unlinkSync(temporary);
-          } catch {
-            // named by the intent: the next start removes it
-          }
-        }
+        if (!renamed) await unlinkAsync(temporary).catch(() => undefined); // else named by the intent: the next start removes it
       }
     });
   }
 
-  /** Mode and owner set in place and fsynced; its stat after. As for a file, only the fsync goes to libuv's threads. */
+  /** Mode and owner set in place and fsynced; its stat after. */
   private async setMeta(path: string, meta: Meta, directory: boolean): Promise<Stats> {
     return this.fs.withParent(path, async (at) => {
-      const fd = openSync(at, directory ? constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW : constants.O_RDONLY | constants.O_NOFOLLOW);
+      const fd = await openAsync(at, directory ? constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW : constants.O_RDONLY | constants.O_NOFOLLOW);
       try {
-        fchownSync(fd, meta.uid, meta.gid);
-        fchmodSync(fd, meta.mode);
+        await fchownAsync(fd, meta.uid, meta.gid);
+        await fchmodAsync(fd, meta.mode);
         await fsyncAsync(fd);
         return fstatSync(fd);
       } finally {
@@ -410,6 +409,7 @@ function describe(op: Op, err: unknown): Error {
   return new Error(`could not ${VERB[op.kind]} ${op.path} (${(err as Error).message})`);
 }
 
+const depthOf = (path: string) => path.split('/').length;
 const codeOf = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
 const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
 const isNotEmpty = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOTEMPTY' || (err as NodeJS.ErrnoException).code === 'EEXIST';

@@ -1,6 +1,6 @@
 import { closeSync, constants, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { open } from 'node:fs/promises';
+import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 /** The prefix of a temporary save beside its target; leftovers are found by it at start. */
@@ -57,17 +57,14 @@ export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode 
     await handle.writeFile(bytes);
     await handle.sync();
     await handle.close();
-    renameSync(temporary, target);
+    await rename(temporary, target);
     renamed = true;
     await fsyncDirectoryAsync(dir);
   } catch (err) {
     if (!renamed) {
       await handle.close().catch(() => undefined);
-      try {
-        unlinkSync(temporary);
-      } catch {
-        // a leftover is counted and removed at the next start
-      }
+      // a leftover is counted and removed at the next start
+      await unlink(temporary).catch(() => undefined);
     }
     throw err;
   }

@@ -1,10 +1,7 @@
-import { closeSync, fdatasync, ftruncateSync, fdatasyncSync, openSync, readFileSync, write, constants } from 'node:fs';
+import { closeSync, ftruncateSync, fdatasyncSync, openSync, readFileSync, constants } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { fsyncDirectory } from './durable.js';
-
-const writeAsync = promisify(write);
-const fdatasyncAsync = promisify(fdatasync);
+import { fsyncDirectoryAsync } from './durable.js';
 
 export const INTENTS_FILE = 'intents';
 
@@ -51,25 +48,26 @@ export class IntentJournal {
     return this.written;
   }
 
-  /** Appends one intent and waits until it is on the disk. */
+  /** Appends one intent and waits until it is on the disk; every wait on libuv's threads (it runs during an apply). */
   async append(intent: unknown): Promise<void> {
-    let fd: number;
+    let handle: FileHandle;
     try {
-      fd = openSync(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW);
+      handle = await open(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      fd = openSync(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      handle = await open(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
       // The journal's own name must survive a crash as well as its lines.
-      fsyncDirectory(this.stateDir);
+      await fsyncDirectoryAsync(this.stateDir).catch(async (err: unknown) => {
+        await handle.close();
+        throw err;
+      });
     }
     try {
-      const bytes = Buffer.from(`${JSON.stringify(intent)}\n`);
-      let done = 0;
-      while (done < bytes.length) done += (await writeAsync(fd, bytes, done, bytes.length - done)).bytesWritten;
-      await fdatasyncAsync(fd);
+      await handle.writeFile(`${JSON.stringify(intent)}\n`);
+      await handle.datasync();
       this.written = true;
     } finally {
-      closeSync(fd);
+      await handle.close();
     }
   }
 
@@ -88,6 +86,25 @@ export class IntentJournal {
       fdatasyncSync(fd);
     } finally {
       closeSync(fd);
+    }
+    this.written = false;
+  }
+
+  /** clear(), with the disk's waits off the event loop: the apply's save. */
+  async clearAsync(found: boolean): Promise<void> {
+    if (!this.written && !found) return;
+    let handle: FileHandle;
+    try {
+      handle = await open(this.file, constants.O_WRONLY | constants.O_NOFOLLOW);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    try {
+      await handle.truncate(0);
+      await handle.datasync();
+    } finally {
+      await handle.close();
     }
     this.written = false;
   }

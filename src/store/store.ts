@@ -176,6 +176,8 @@ export class Store {
     else if (plan.kind === 'append') plan.mark.length = appendLine(this.stateDir, this.mark!, plan.line);
     writeDurably(join(this.stateDir, STATE_FILE), this.headBytes(plan.mark));
     this.afterSave(plan);
+    if (this.pendingIntents.length === 0) this.intents.clear(false);
+    this.runWhenSaved();
   }
 
   /** save(), with the disk's waits off the event loop: the apply's save of a large store. */
@@ -186,6 +188,8 @@ export class Store {
     else if (plan.kind === 'append') plan.mark.length = await appendLineAsync(this.stateDir, this.mark!, plan.line);
     await writeDurablyAsync(join(this.stateDir, STATE_FILE), this.headBytes(plan.mark));
     this.afterSave(plan);
+    if (this.pendingIntents.length === 0) await this.intents.clearAsync(false);
+    this.runWhenSaved();
   }
 
   /**
@@ -234,7 +238,11 @@ export class Store {
     return Buffer.from(`${JSON.stringify({ ...rest, journal: mark })}\n`);
   }
 
-  /** The save is on disk: what it wrote is now the saved state. */
+  /**
+   * The save is on disk: what it wrote is now the saved state. The caller then empties the intents
+   * (the save records what this run's intents named; intents found at open wait for their recovery,
+   * which clears them) and runs the work that waited for the save.
+   */
   private afterSave(plan: SavePlan): void {
     for (const id in plan.set) this.saved[id] = plan.set[id]!;
     for (const id of plan.drop) delete this.saved[id];
@@ -243,10 +251,6 @@ export class Store {
     if (plan.kind === 'generation' && previous) dropGeneration(this.stateDir, previous.generation);
     this.settleMarks();
     this.savedHead = plan.head;
-    // The save records what this run's intents named: they are settled. (Intents found at open wait
-    // for their recovery, which clears them.)
-    if (this.pendingIntents.length === 0) this.intents.clear(false);
-    this.runWhenSaved();
   }
 
   private runWhenSaved(): void {

@@ -71,12 +71,12 @@ describe('the write path', () => {
     const lines: string[] = [];
     const log = silentLogger();
     log.warn = ((obj: unknown, msg: string) => void lines.push(msg)) as typeof log.warn;
-    const store = openStore(host.stateDir, log);
+    const store = await openStore(host.stateDir, log);
     expect(existsSync(join(host.root, 'srv/new'))).toBe(false);
     expect(readdirSync(join(host.root, 'etc'))).toEqual(['kept']);
     expect(lines.join('\n')).toMatch(/removed 2 temporary files from target directories, undid 2 paths it made that the store never recorded/);
     expect(store.pendingIntents).toEqual([]);
     // Settled: the next start finds nothing to do.
-    expect(openStore(host.stateDir, silentLogger()).pendingIntents).toEqual([]);
+    expect((await openStore(host.stateDir, silentLogger())).pendingIntents).toEqual([]);
   });
 });
