@@ -18,6 +18,27 @@ async function roundTrips(nc: NatsConnection, node: string, until: { done: boole
   }
 }
 
+interface Stall {
+  at: number;
+  ms: number;
+}
+
+/** The stalls the daemon logged (`loop: the event loop was held`), each ending at `at` (epoch ms). */
+function stallsOf(log: string): Stall[] {
+  const out: Stall[] = [];
+  for (const line of log.split('\n')) {
+    if (!line.includes('loop: the event loop was held')) continue;
+    const { time, stalledMs } = JSON.parse(line) as { time: number; stalledMs: number };
+    out.push({ at: time, ms: stalledMs });
+  }
+  return out;
+}
+
+function stallLine(stalls: Stall[], window: { from: number; to: number }): string {
+  const inside = stalls.filter((s) => s.at >= window.from && s.at <= window.to).map((s) => s.ms);
+  return inside.length === 0 ? 'none' : `${inside.length}, ${fmt(Math.max(...inside))} ms`;
+}
+
 /**
  * The daemon keeps answering while it applies: the round trip of a status request (over a real
  * nats-server, `mesh-host run` as a process) while a first apply of 10,000 files runs, next to idle;
@@ -31,7 +52,10 @@ export async function benchStatus(files = 10_000): Promise<string[]> {
   const configFile = join(dir, 'nats.conf');
   writeFileSync(configFile, 'max_payload: 8388608\n');
   const server = await NatsServer.start({ configFile });
-  const h = await enrolledHost([server.url], { config: { reconcileIntervalMs: 3_600_000 }, nodeFlags: unitNodeFlags() });
+  // STATUS_PROFILE=DIR: the daemon's CPU profile is written there, and its log (with each stall of its event loop).
+  const profileDir = process.env.STATUS_PROFILE;
+  const profileFlags = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+  const h = await enrolledHost([server.url], { config: { reconcileIntervalMs: 3_600_000 }, nodeFlags: [...unitNodeFlags(), ...profileFlags] });
   try {
     await h.start();
     await h.waitForReports(1);
@@ -49,16 +73,20 @@ export async function benchStatus(files = 10_000): Promise<string[]> {
       const waited = h.waitForReports(reports, 600_000).then(() => {
         applying.done = true;
       });
+      const from = Date.now();
       const trips = await roundTrips(nc, h.node, applying);
       await waited;
-      return { trips, ms: performance.now() - started };
+      return { trips, ms: performance.now() - started, window: { from, to: Date.now() } };
     };
-    const { trips: during, ms: applyMs } = await askWhileApplying(2);
+    const { trips: during, ms: applyMs, window: firstWindow } = await askWhileApplying(2);
     // The no-op: the same declaration put again (a new revision of the same bytes) is applied again and
     // reported, every file checked and none written; status asked throughout, as above.
-    const { trips: duringNoop, ms: noopMs } = await askWhileApplying(3);
+    const { trips: duringNoop, ms: noopMs, window: noopWindow } = await askWhileApplying(3);
     const after = await roundTrips(nc, h.node, 300);
     await nc.close();
+    await h.stop();
+    if (profileDir) writeFileSync(join(profileDir, 'daemon.log'), h.log());
+    const held = stallsOf(h.log());
 
     // The yields' cost on the no-op path: the pause called once per resource, 10,000 times, in a loop of
     // the no-op's own pace (a few microseconds a file), against the same loop without it.
@@ -96,6 +124,7 @@ export async function benchStatus(files = 10_000): Promise<string[]> {
       `The no-op apply of the same ${files.toLocaleString('en')} files (put again, checked, nothing written): ${fmt(noopMs)} ms from the put to its report;`,
       `status during it median ${fmt(median(duringNoop))} ms, p99 ${fmt(percentile(duringNoop, 99))} ms, max ${fmt(Math.max(...duringNoop))} ms (${duringNoop.length}); idle after the`,
       `apply, with the ${files.toLocaleString('en')}-record store saved, median ${fmt(median(after))} ms, p99 ${fmt(percentile(after, 99))} ms (the saved store is parsed again only when it changed).`,
+      `Event-loop stalls of 20 ms or more the daemon logged (count, longest): during the first apply ${stallLine(held, firstWindow)}; during the no-op ${stallLine(held, noopWindow)}.`,
       `Load average while measuring: ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(', ')} (2 cores).`,
       '',
       `The yields on the no-op path: a loop of ${files.toLocaleString('en')} steps of 5 µs (the no-op's pace per file) took ${fmt(median(bare))} ms bare`,

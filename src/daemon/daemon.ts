@@ -27,6 +27,7 @@ import { heartbeatOf, statusOf } from './status.js';
 import { savedStateReader } from './saved-state.js';
 import { applyPending, waitingReports } from './worker.js';
 import { startWatching } from './watching.js';
+import { watchStalls } from './stall-watch.js';
 import { startDaemonMetrics } from '../metrics/daemon-metrics.js';
 import { peekState } from '../store/store.js';
 
@@ -42,6 +43,8 @@ export interface DaemonOptions extends HostDeps {
   genesis?: GenesisOrder;
   /** Started by `mesh-host launch`: the pipe it handed down, and the release on trial if this host is one. */
   launcher?: LauncherLink;
+  /** Log (debug) each time the event loop was held longer than 20 ms, with the lifecycle's state. */
+  watchStalls?: boolean;
 }
 
 interface DaemonRefusal {
@@ -181,6 +184,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
       watchers: fromCallback(({ sendBack }) =>
         startWatching({
           stateDir: paths.stateDir,
+          lastSaved: () => store.lastSaved(),
           root: paths.root,
           config: () => config,
           kept,
@@ -242,10 +246,12 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
   });
   actor.subscribe({ error: (err) => log.error({ err }, 'lifecycle failed') });
   const detachLauncher = options.launcher && attachLauncher(actor, { ...options.launcher, stateDir: paths.stateDir, node: () => config.node, log, report: (make) => store.run('trial report', async (s) => make(env(s))) });
+  const stopStallWatch = options.watchStalls ? watchStalls(log, () => actor.getSnapshot().value) : undefined;
   actor.start();
   log.info({ node: config.node, servers: config.servers }, 'mesh-host run: started');
   const output = (await toPromise(actor)) as { ending?: string; failure?: string; abandoned?: boolean };
   settingsWatch.close();
+  stopStallWatch?.();
   detachLauncher?.();
   await metrics.close();
   for (const s of signals) process.off(s, onSignal);

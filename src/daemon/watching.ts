@@ -10,6 +10,8 @@ import { watchHost } from '../watch/watchers.js';
 
 export interface WatchingDeps {
   stateDir: string;
+  /** The state the daemon's last run under the lock left, if the head on disk is still its save. */
+  lastSaved: () => StoreState | undefined;
   root: string;
   config: () => HostConfig;
   kept: KeptDeclaration;
@@ -20,12 +22,13 @@ export interface WatchingDeps {
 
 /**
  * The watchers of the host between two applies: what the last applied declaration asked to run, and
- * the footprint as the store saved it (read without the lock: it is saved whole). Returns their close.
+ * the footprint as the store saved it: as the daemon's own last run left it, or read without the lock
+ * when a command run by hand saved since (it is saved whole). Returns their close.
  */
 export function startWatching(deps: WatchingDeps): () => void {
-  // Read and watched at once, in this turn of the event loop: the footprint's first look is what the
-  // apply that just ended left, before a report of it can reach anyone who might change it.
-  const state = peekState(deps.stateDir);
+  // Watched at once, in this turn of the event loop: every change after the apply that just ended is
+  // heard, even one made while the first look is being taken (see watchFootprint).
+  const state = deps.lastSaved() ?? peekState(deps.stateDir);
   if (state === undefined) return () => undefined;
   const watcher = watchHost({
     declared: () => lastDeclared(deps, state),
@@ -39,8 +42,14 @@ export function startWatching(deps: WatchingDeps): () => void {
     onUnitsWatched: (units) => deps.log.debug({ reportSequence: state.reportSequence, units }, 'watch: the units are watched from here on'),
     log: deps.log,
   });
-  deps.log.debug({ reportSequence: state.reportSequence }, 'watch: the footprint is watched from here on');
-  return () => watcher.close();
+  let closed = false;
+  void watcher.looked.then(() => {
+    if (!closed) deps.log.debug({ reportSequence: state.reportSequence }, 'watch: the footprint is watched from here on');
+  });
+  return () => {
+    closed = true;
+    watcher.close();
+  };
 }
 
 /** The resources of what a reconcile would apply now (the kept declaration, or the carried bundle), signature checked; none if nothing opens. */

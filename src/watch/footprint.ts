@@ -1,4 +1,5 @@
-import { lstatSync, watch, type FSWatcher, type Stats } from 'node:fs';
+import { watch, type FSWatcher, type Stats } from 'node:fs';
+import { lstat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../system/log.js';
 import type { Finding, Watcher } from './finding.js';
@@ -32,10 +33,13 @@ interface Look {
 
 const octal = (mode: number) => (mode & 0o7777).toString(8).padStart(4, '0');
 
-function lookAt(path: string): Look | undefined {
+/** How many paths are looked at at once: enough to keep libuv's threads busy, few enough to leave room for the rest. */
+const LOOKS_AT_ONCE = 16;
+
+async function lookAt(path: string): Promise<Look | undefined> {
   let st: Stats;
   try {
-    st = lstatSync(path);
+    st = await lstat(path);
   } catch {
     return undefined;
   }
@@ -57,14 +61,35 @@ export function driftOf(owned: Owned, before: Look | undefined, now: Look | unde
   return changes.length > 0 ? `drift: ${at} ${changes.join(', ')}` : undefined;
 }
 
+/** Looks at every path given, a few at a time off the event loop (an lstat each, on libuv's threads). */
+async function lookAtAll(paths: readonly Owned[], real: (target: string) => string, into: (owned: Owned, look: Look | undefined) => void, closed: () => boolean): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < paths.length && !closed()) {
+      const owned = paths[next++]!;
+      into(owned, await lookAt(real(owned.target)));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(LOOKS_AT_ONCE, paths.length) }, lane));
+}
+
+export interface FootprintWatcher extends Watcher {
+  /** Settles once the first look is taken: from then on every change is compared with it. */
+  readonly looked: Promise<void>;
+}
+
 /**
  * Watches what the host owns, between applies, through inotify (`fs.watch`) on the folders that hold
  * it: one watch a folder, not a file, so a thousand files in a few folders cost a few watches. Events of
  * a burst are gathered, then only the paths they name are looked at again and compared with the last
- * look; a change is said once as drift, and the watcher asks for a reconcile. The first look is taken
- * when the watcher starts, right after an apply: the apply's own writes are the baseline, never news.
+ * look; a change is said once as drift, and the watcher asks for a reconcile.
+ *
+ * The watcher starts right after an apply: the apply's own writes are the baseline, never news. The
+ * folders are watched first, then the first look is taken off the event loop (10,000 lstats hold it for
+ * none of their time). A path heard of before its first look was taken may hold an edit in that look:
+ * it is said as drift whatever the look shows, so no edit made after the apply becomes the baseline.
  */
-export function watchFootprint(options: FootprintWatchOptions): Watcher {
+export function watchFootprint(options: FootprintWatchOptions): FootprintWatcher {
   const { root, log } = options;
   const real = (target: string) => join(root, target);
   /** Owned paths by the folder whose watch hears of them (their parent), and by their own path for directories. */
@@ -80,35 +105,53 @@ export function watchFootprint(options: FootprintWatchOptions): Watcher {
     listen(dirname(path), path.slice(dirname(path).length + 1), owned);
     // A directory's own watch hears a change of its mode with an empty or its own name.
     if (owned.type === 'directory') listen(path, '', owned);
-    last.set(owned.target, lookAt(path));
   }
 
   let closed = false;
+  /** Paths named by an event before their first look: that look may already hold the change. */
+  const heardEarly = new Set<Owned>();
+  let firstLookDone = false;
   const dirty = new Set<Owned>();
   let settle: NodeJS.Timeout | undefined;
-  const flush = () => {
+  let flushing = false;
+  const schedule = () => {
+    if (firstLookDone && !flushing && dirty.size > 0) settle ??= setTimeout(() => void flush(), options.settleMs ?? 200);
+  };
+  // One flush at a time, its looks off the event loop; what is heard meanwhile waits for the next.
+  const flush = async () => {
     settle = undefined;
     if (closed) return;
+    flushing = true;
+    const batch = [...dirty];
+    dirty.clear();
     const found: Finding[] = [];
-    for (const owned of dirty) {
-      const now = lookAt(real(owned.target));
-      const message = driftOf(owned, last.get(owned.target), now);
+    await lookAtAll(batch, real, (owned, now) => {
+      const message = driftOf(owned, last.get(owned.target), now) ?? (heardEarly.has(owned) ? `drift: ${owned.target} changed as the watch began` : undefined);
+      heardEarly.delete(owned);
       last.set(owned.target, now);
       if (message) found.push({ kind: 'drift', target: owned.target, message });
-    }
-    dirty.clear();
+    }, () => closed);
+    flushing = false;
+    if (closed) return;
     if (found.length > 0) options.onFound(found);
+    schedule();
   };
   const heard = (folder: string, name: string | null) => {
     const names = byFolder.get(folder)!;
     const owned = name ? names.get(name) : undefined;
-    if (owned) dirty.add(owned);
+    if (owned) {
+      dirty.add(owned);
+      if (!last.has(owned.target)) heardEarly.add(owned);
+    }
     // A directory's own change, or an event without a name (the folder itself): look at all it holds.
     const self = names.get('');
     if (self) dirty.add(self);
-    if (!name) for (const o of names.values()) dirty.add(o);
+    if (!name) for (const o of names.values()) {
+      dirty.add(o);
+      if (!last.has(o.target)) heardEarly.add(o);
+    }
     // A folder such as /etc hears much that is not the host's: only a path it owns starts a look.
-    if (dirty.size > 0) settle ??= setTimeout(flush, options.settleMs ?? 200);
+    schedule();
   };
 
   const watchers: FSWatcher[] = [];
@@ -121,10 +164,14 @@ export function watchFootprint(options: FootprintWatchOptions): Watcher {
       // A folder that is gone: its paths are drift for the reconcile to repair; said now.
       log.debug({ folder, err: (err as Error).message }, 'watch: a folder could not be watched');
       for (const owned of byFolder.get(folder)!.values()) dirty.add(owned);
-      settle ??= setTimeout(flush, options.settleMs ?? 200);
     }
   }
+  const looked = lookAtAll(options.owned, real, (owned, look) => void last.set(owned.target, look), () => closed).then(() => {
+    firstLookDone = true;
+    schedule();
+  });
   return {
+    looked,
     close() {
       closed = true;
       if (settle) clearTimeout(settle);

@@ -45,12 +45,18 @@ export function ownedPaths(records: Readonly<Record<string, ResourceRecord>>): O
   return owned;
 }
 
+export interface HostWatcher extends Watcher {
+  /** Settles once the footprint's first look is taken (at once when the host owns no path). */
+  readonly looked: Promise<void>;
+}
+
 /** Both watchers of a host between two applies, closed together when the next apply starts. */
-export function watchHost(input: HostWatchInput): Watcher {
+export function watchHost(input: HostWatchInput): HostWatcher {
   const owned = ownedPaths(input.records);
   const watchers: Watcher[] = [];
   let closed = false;
-  if (owned.length > 0) watchers.push(watchFootprint({ owned, root: input.root, onFound: input.onFound, log: input.log }));
+  const footprint = owned.length > 0 ? watchFootprint({ owned, root: input.root, onFound: input.onFound, log: input.log }) : undefined;
+  if (footprint) watchers.push(footprint);
   const serviceManager = input.serviceManager;
   if (serviceManager) {
     const watched = async () => {
@@ -66,6 +72,7 @@ export function watchHost(input: HostWatchInput): Watcher {
     );
   }
   return {
+    looked: footprint?.looked ?? Promise.resolve(),
     close() {
       closed = true;
       for (const w of watchers) w.close();

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { watchFootprint } from '../../src/watch/footprint.js';
-import type { Finding, Watcher } from '../../src/watch/finding.js';
+import type { Finding } from '../../src/watch/finding.js';
 import { silentLogger } from '../../src/system/log.js';
 import { scratch } from '../support/tree.js';
 
@@ -12,15 +12,22 @@ afterEach(() => {
   cleanups = [];
 });
 
-/** A scratch root with owned files and a directory, watched; every batch of findings is kept. */
-function watched(files = 3) {
+/** A scratch root with owned files and a directory, watched once its first look is taken; every batch of findings is kept. */
+async function watched(files = 3) {
+  const w = watchedAtOnce(files);
+  await w.watcher.looked;
+  return w;
+}
+
+/** The same, returned as soon as the watcher starts, its first look still being taken. */
+function watchedAtOnce(files = 3) {
   const s = scratch('mesh-host-watch-');
   const root = s.dir;
   mkdirSync(join(root, 'etc/app'), { recursive: true });
   for (let i = 0; i < files; i++) writeFileSync(join(root, `etc/app/f${i}.conf`), `value = ${i}\n`, { mode: 0o644 });
   const batches: Finding[][] = [];
   const owned = [{ target: '/etc/app', type: 'directory' as const }, ...Array.from({ length: files }, (_, i) => ({ target: `/etc/app/f${i}.conf`, type: 'file' as const }))];
-  const watcher: Watcher = watchFootprint({ owned, root, onFound: (found) => batches.push(found), log: silentLogger() });
+  const watcher = watchFootprint({ owned, root, onFound: (found) => batches.push(found), log: silentLogger() });
   cleanups.push(() => watcher.close(), s.cleanup);
   const messages = () => batches.flat().map((f) => f.message).sort();
   const until = async (what: string, done: () => boolean, timeoutMs = 10_000) => {
@@ -36,7 +43,7 @@ function watched(files = 3) {
 
 describe('the footprint watcher (inotify through fs.watch)', () => {
   it('a file edited, re-moded, removed, and a directory re-moded, each said as drift', async () => {
-    const w = watched();
+    const w = await watched();
     writeFileSync(join(w.root, 'etc/app/f0.conf'), 'value = edited by hand\n');
     await w.until('an edit', () => w.messages().includes('drift: /etc/app/f0.conf content changed'));
     chmodSync(join(w.root, 'etc/app/f1.conf'), 0o600);
@@ -47,8 +54,21 @@ describe('the footprint watcher (inotify through fs.watch)', () => {
     await w.until('a directory chmod', () => w.messages().some((m) => /^drift: \/etc\/app mode 0\d{3}→0700$/.test(m)));
   });
 
+  it('an edit made while the first look is being taken is said, never taken as the baseline', async () => {
+    // 2,000 files: their first look takes many turns of the event loop; the edits land before it ends.
+    const w = watchedAtOnce(2000);
+    const edited = [0, 1000, 1999];
+    for (const i of edited) writeFileSync(join(w.root, `etc/app/f${i}.conf`), 'edited as the watch began\n');
+    await w.until('the edits', () => edited.every((i) => w.messages().some((m) => m.startsWith(`drift: /etc/app/f${i}.conf `))));
+    await w.watcher.looked;
+    // Each said once, either as a change the first look missed or as one it may hold.
+    const said = w.messages().filter((m) => edited.some((i) => m.startsWith(`drift: /etc/app/f${i}.conf `)));
+    expect(said).toHaveLength(3);
+    expect(said.every((m) => / (content changed|changed as the watch began)$/.test(m))).toBe(true);
+  });
+
   it('a burst of edits is one batch, each path said once; what the host does not own is not heard; nothing after close', async () => {
-    const w = watched(100);
+    const w = await watched(100);
     writeFileSync(join(w.root, 'etc/app/not-ours.conf'), 'x\n');
     for (let i = 0; i < 100; i++) writeFileSync(join(w.root, `etc/app/f${i}.conf`), `burst ${i}\n`);
     await w.until('the burst', () => w.messages().length >= 100);

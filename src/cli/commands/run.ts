@@ -34,7 +34,9 @@ export async function runCommand(ctx: CommandContext): Promise<number> {
   const pipe = launcherPipeOf(process.env, ctx.log);
   const trial = process.env[TRIAL_ENV];
   const launcher = pipe ? { pipe, ...(trial ? { trial } : {}) } : undefined;
-  const { code } = await runDaemon({ paths, log: ctx.log, clock: ctx.clock, runner: ctx.runner, ...(genesis ? { genesis } : {}), ...(launcher ? { launcher } : {}) });
+  const level = stringFlag(ctx.flags, 'log-level');
+  const watchStalls = level === 'debug' || level === 'trace';
+  const { code } = await runDaemon({ paths, log: ctx.log, clock: ctx.clock, runner: ctx.runner, watchStalls, ...(genesis ? { genesis } : {}), ...(launcher ? { launcher } : {}) });
   pipe?.close();
   // The NATS client and timers are closed; end even if a stray handle lingers.
   setTimeout(() => process.exit(code), 200).unref();
