@@ -69,11 +69,11 @@ export async function benchStatus(files = 10_000): Promise<string[]> {
     const askWhileApplying = async (reports: number) => {
       const applying = { done: false };
       const started = performance.now();
+      const from = Date.now();
       await h.put({ epoch: 1, sequence: 2, resources });
       const waited = h.waitForReports(reports, 600_000).then(() => {
         applying.done = true;
       });
-      const from = Date.now();
       const trips = await roundTrips(nc, h.node, applying);
       await waited;
       return { trips, ms: performance.now() - started, window: { from, to: Date.now() } };

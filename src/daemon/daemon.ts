@@ -7,8 +7,8 @@ import { readDeclarationFile } from '../declaration/load.js';
 import type { Mode } from '../declaration/schema.js';
 import { genesis } from '../genesis/genesis.js';
 import { hostEnvironment, serviceManagerOnce, type HostDeps } from '../host/environment.js';
-import { KeptDeclaration } from '../host/kept.js';
 import { hostSigner } from './host-signer.js';
+import { RememberedKept } from './remembered-kept.js';
 import { attachLauncher, type LauncherLink } from './launcher-seam.js';
 import type { HostPaths } from '../host/paths.js';
 import { hostInventory } from '../host/inventory.js';
@@ -67,7 +67,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
   let config: HostConfig = loadConfig(paths.configPath).config;
   let serviceManager = serviceManagerOnce(runner, config);
   const outbox = new Outbox(paths.stateDir, config.outbox);
-  const kept = new KeptDeclaration(paths.stateDir);
+  const kept = new RememberedKept(paths.stateDir);
   const store = new LockedStore(paths.stateDir, log);
   const link = new DaemonLink(log, clock, () => hostSigner(paths.stateDir, log));
   const links = cachedLinks(runner, clock);
@@ -115,6 +115,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
       writeKept: (_, { delivery }) => {
         const carried = delivery as CarriedDelivery;
         kept.keep(carried.payload.bytes, carried.revision ?? 0, carried.digest);
+        kept.remember(carried.payload, config);
         log.info({ revision: carried.revision, ...markOf(carried) }, 'link: delivery kept and enqueued');
       },
       reportRefusal: (_, { delivery, reason }) => {
