@@ -6,6 +6,7 @@ import type { FileResource } from '../declaration/schema.js';
 import type { ResourceRecord, SeenFile } from '../store/state.js';
 import { writeDurably } from '../store/durable.js';
 import { foundVerdict, HELD_REASON, metaDrift, observe, ownRecord, type Wanted } from './ownership.js';
+import { lineChanges } from './line-changes.js';
 import { PathRefused } from './rooted-fs.js';
 import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
 import type { TakenOriginal } from './write-batch.js';
@@ -33,13 +34,7 @@ function unchangedSince(seen: SeenFile | undefined, st: Stats, digest: string): 
 async function contentChange(before: Buffer, after: Buffer): Promise<string> {
   const text = before.length < 1 << 20 && after.length < 1 << 20 && !before.includes(0) && !after.includes(0);
   if (!text) return `content (${before.length}→${after.length} bytes)`;
-  const { diffLines } = await import('diff');
-  let added = 0;
-  let removed = 0;
-  for (const part of diffLines(before.toString('utf8'), after.toString('utf8'))) {
-    if (part.added) added += part.count ?? 0;
-    else if (part.removed) removed += part.count ?? 0;
-  }
+  const { added, removed } = await lineChanges(before.toString('utf8'), after.toString('utf8'));
   return `content (+${added} −${removed} lines)`;
 }
 
