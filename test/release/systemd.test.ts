@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NatsServer, natsUnavailable } from '../support/nats.js';
+import { describe, expect, it } from 'vitest';
+import { natsUnavailable } from '../support/nats.js';
 import { projectDir } from '../support/cli.js';
-import { containerUnavailable, startSystemdContainer, type SystemdContainer } from '../support/systemd-container.js';
-import { scratch } from '../support/tree.js';
-import { buildFolders, scenarioBuilds, selfUpdateScenario, type Scenario } from './self-update.js';
+import { containerUnavailable, startSystemdContainer } from '../support/systemd-container.js';
+import { useReleaseRig } from './rig.js';
+import { selfUpdateScenario } from './self-update.js';
 
 /**
  * The release on a real systemd booted in a container over a volatile copy of this machine's root,
@@ -15,31 +15,22 @@ import { buildFolders, scenarioBuilds, selfUpdateScenario, type Scenario } from 
 const unavailable = containerUnavailable() ?? natsUnavailable();
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`the release on a real systemd${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
-  let container: SystemdContainer;
-  let server: NatsServer;
-  let work: ReturnType<typeof scratch>;
-  let builds: Scenario['builds'];
-
-  beforeAll(async () => {
-    builds = scenarioBuilds();
-    work = scratch('mesh-host-release-systemd-');
-    server = await NatsServer.start();
-    container = await startSystemdContainer({ binds: [projectDir.replace(/\/$/, ''), work.dir], readOnlyBinds: buildFolders(builds), bootTimeoutMs: 180_000 });
+  const rig = useReleaseRig('systemd', async (mounts) => {
+    const container = await startSystemdContainer({ ...mounts, binds: [projectDir.replace(/\/$/, ''), ...mounts.binds], bootTimeoutMs: 180_000 });
     // Node masked inside the container's own mounts: nothing of this machine is touched.
     const masked = await container.exec('mount', ['--bind', '/dev/null', '/usr/bin/node']);
-    if (masked.code !== 0) throw new Error(`node could not be masked: ${masked.stderr}`);
-  }, 900_000);
-  afterAll(async () => {
-    await container?.stop();
-    await server?.stop();
-    work?.cleanup();
+    if (masked.code !== 0) {
+      await container.stop();
+      throw new Error(`node could not be masked: ${masked.stderr}`);
+    }
+    return container;
   });
 
-  const show = async (property: string) => (await container.exec('systemctl', ['show', '-p', property, '--value', 'mesh-host.service'])).stdout.trim();
-  const journal = async () => (await container.exec('journalctl', ['-u', 'mesh-host', '--no-pager', '-o', 'cat'], 60_000)).stdout;
+  const show = async (property: string) => (await rig.container.exec('systemctl', ['show', '-p', property, '--value', 'mesh-host.service'])).stdout.trim();
+  const journal = async () => (await rig.container.exec('journalctl', ['-u', 'mesh-host', '--no-pager', '-o', 'cat'], 60_000)).stdout;
   const connections = async () => ((await journal()).match(/link: connected/g) ?? []).length;
   /** The host the launcher runs (`mesh-host run`), if one runs. */
-  const hostPid = async () => (await container.exec('pgrep', ['-f', '-o', 'releases/.*/mesh-host run'])).stdout.trim() || undefined;
+  const hostPid = async () => (await rig.container.exec('pgrep', ['-f', '-o', 'releases/.*/mesh-host run'])).stdout.trim() || undefined;
   const until = async (what: string, done: () => Promise<boolean>, timeoutMs = 120_000) => {
     const deadline = Date.now() + timeoutMs;
     while (!(await done())) {
@@ -50,31 +41,28 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the release on a 
 
   it('installs, restarts a crash, updates on trial, rolls back, stops in a trial, uninstalls', async () => {
     const reports = await selfUpdateScenario({
-      container,
-      server,
-      work: work.dir,
-      builds,
+      ...rig,
       node: 'systemd-node',
       manager: {
         name: 'systemd',
         definition: '/etc/systemd/system/mesh-host.service',
         log: journal,
-        stop: () => container.exec('systemctl', ['stop', 'mesh-host.service'], 150_000),
+        stop: () => rig.container.exec('systemctl', ['stop', 'mesh-host.service'], 150_000),
         stoppedCleanly: async () => (await show('ActiveState')) === 'inactive' && (await show('Result')) === 'success' && (await journal()).includes('the host ends between applies: the store is quiesced'),
         afterInstall: async () => {
-          const analyzed = await container.exec('systemd-analyze', ['verify', '/etc/systemd/system/mesh-host.service']);
+          const analyzed = await rig.container.exec('systemd-analyze', ['verify', '/etc/systemd/system/mesh-host.service']);
           expect(analyzed.stderr).not.toMatch(/mesh-host\.service:\d+:/);
           expect(await show('TimeoutStopUSec')).toBe('2min');
           expect(await show('KillMode')).toBe('mixed');
           // The memory setting reaches the host the launcher runs.
           const host = await hostPid();
-          expect((await container.exec('cat', [`/proc/${host}/environ`])).stdout.split('\0')).toContain('MALLOC_ARENA_MAX=2');
+          expect((await rig.container.exec('cat', [`/proc/${host}/environ`])).stdout.split('\0')).toContain('MALLOC_ARENA_MAX=2');
 
           // systemctl reload: SIGHUP to the launcher, passed to its host, which moves onto its bus again
           // between applies; neither process is replaced.
           const launcher = await show('MainPID');
           const connected = await connections();
-          expect((await container.exec('systemctl', ['reload', 'mesh-host.service'])).code).toBe(0);
+          expect((await rig.container.exec('systemctl', ['reload', 'mesh-host.service'])).code).toBe(0);
           await until('the move', async () => (await connections()) > connected);
           expect(await show('MainPID')).toBe(launcher);
           expect(await hostPid()).toBe(host);
@@ -87,7 +75,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the release on a 
           // The launcher killed, as a crash or the OOM killer would (its host ends with it, and systemd
           // cleans up the rest): not through `systemctl kill`, whose walk of the unit's control group at
           // times fails with EIO inside the container.
-          const killed = await container.exec('kill', ['-KILL', launcher]);
+          const killed = await rig.container.exec('kill', ['-KILL', launcher]);
           expect(killed.code, killed.stderr).toBe(0);
           await until('the restart after the crash', async () => Number(await show('NRestarts')) === restarts + 1 && (await show('SubState')) === 'running' && (await connections()) > before);
           expect(await show('MainPID')).not.toBe(launcher);
