@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { takeInventory } from '../../src/inventory/inventory.js';
 import { systemRunner } from '../../src/system/runner.js';
-import { containerUnavailable, startSystemdContainer, type SystemdContainer } from '../support/systemd-container.js';
+import { containerUnavailable, startSystemdContainer } from '../support/systemd-container.js';
+import { useContainer } from '../support/container-block.js';
 import { projectDir } from '../support/cli.js';
 
 describe('the detectors against this machine', () => {
@@ -30,16 +31,10 @@ describe('the detectors against this machine', () => {
 
 const unavailable = containerUnavailable();
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`against a real systemd in a container${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
-  let container: SystemdContainer;
-  beforeAll(async () => {
-    container = await startSystemdContainer();
-  });
-  afterAll(async () => {
-    await container?.stop();
-  });
+  const box = useContainer(() => startSystemdContainer());
 
   it('finds systemd present and degraded', async () => {
-    const inv = await takeInventory({ runner: container.runner });
+    const inv = await takeInventory({ runner: box.container.runner });
     const systemd = inv.capabilities.serviceManager.find((v) => v.name === 'systemd')!;
     expect(systemd.present, systemd.reason).toBe(true);
     expect(['degraded', 'running']).toContain(systemd.detail);

@@ -1,12 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { Resource } from '../../src/declaration/schema.js';
-import type { Report } from '../../src/report/report.js';
-import { projectDir } from '../support/cli.js';
+import { useApplyInside } from '../support/apply-inside.js';
 import { openrcUnavailable, startOpenrcContainer } from '../support/openrc-tree.js';
-import type { SystemdContainer } from '../support/systemd-container.js';
-import { scratch } from '../support/tree.js';
 
 /**
  * Services through Debian's OpenRC (rc-service, rc-update, rc-status), in a container over a Debian tree
@@ -14,44 +10,16 @@ import { scratch } from '../support/tree.js';
  */
 const unavailable = openrcUnavailable();
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a real OpenRC${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
-  let container: SystemdContainer;
-  let work: ReturnType<typeof scratch>;
-  let n = 0;
-
-  beforeAll(async () => {
-    work = scratch('mesh-host-openrc-');
-    container = await startOpenrcContainer({ binds: [projectDir.replace(/\/$/, ''), work.dir] });
-  }, 900_000);
-  afterAll(async () => {
-    await container?.stop();
-    work?.cleanup();
-  });
+  const inside = useApplyInside('openrc', { start: (binds) => startOpenrcContainer({ binds }), config: { serviceManager: 'openrc' } });
+  const { apply } = inside;
 
   const script = (name: string, body: string): Resource => ({ type: 'file', id: `${name}-script`, path: `/etc/init.d/${name}`, mode: '0755', content: `#!/sbin/openrc-run\n${body}\n` });
   const daemon = (command: string, args: string) => `command=${command}\ncommand_args="${args}"\ncommand_background=true\npidfile=/run/\${RC_SVCNAME}.pid`;
   const service = (name: string, extra: object = {}): Resource => ({ type: 'service', id: name, unit: name, state: 'running', enabled: true, restartOn: [`${name}-script`], ...extra });
-
-  async function apply(resources: Resource[], options: { state?: string; sequence?: number } = {}): Promise<{ code: number | null; report: Report; stderr: string }> {
-    const dir = join(work.dir, `case-${++n}`);
-    mkdirSync(dir, { recursive: true });
-    const decl = join(dir, 'decl.json');
-    writeFileSync(decl, JSON.stringify({ version: 1, node: 'rc', mode: 'converged', sequence: options.sequence ?? 1, resources }));
-    const config = join(dir, 'host.json');
-    writeFileSync(config, JSON.stringify({ node: 'rc', verifyPauseMs: 1500, serviceManager: 'openrc' }));
-    const state = options.state ?? join(dir, 'state');
-    const result = await container.exec(process.execPath, [join(projectDir, 'bin/mesh-host'), 'apply', decl, '--json', '--root', '/', '--state-dir', state, '--config', config, '--log-level', 'warn'], 60_000);
-    let parsed: { report: Report };
-    try {
-      parsed = JSON.parse(result.stdout) as { report: Report };
-    } catch {
-      throw new Error(`mesh-host apply printed no report (exit ${result.code}):\n${result.stdout}\n${result.stderr}`);
-    }
-    return { code: result.code, report: parsed.report, stderr: result.stderr };
-  }
-  const rc = async (command: string, args: string[]) => (await container.exec(command, args)).stdout;
+  const rc = async (command: string, args: string[]) => (await inside.container.exec(command, args)).stdout;
 
   it('starts and enables a service, verifies it at the second look, and does nothing to it the next time', async () => {
-    const state = join(work.dir, 'calm-state');
+    const state = join(inside.work, 'calm-state');
     const resources = [script('calm', daemon('/bin/sleep', '1000')), service('calm')];
     const first = await apply(resources, { state });
     expect(first.code, JSON.stringify(first.report)).toBe(0);
@@ -74,7 +42,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a rea
   });
 
   it('a file change restarts the service that names it; removing the resource stops and disables it', async () => {
-    const state = join(work.dir, 'conf-state');
+    const state = join(inside.work, 'conf-state');
     const resources = (conf: string): Resource[] => [
       script('web', daemon('/bin/sleep', '1001')),
       { type: 'file', id: 'web-conf', path: '/etc/web.conf', content: conf },

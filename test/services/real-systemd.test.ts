@@ -1,11 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { Resource } from '../../src/declaration/schema.js';
-import type { Report } from '../../src/report/report.js';
+import { useApplyInside } from '../support/apply-inside.js';
 import { projectDir } from '../support/cli.js';
-import { containerUnavailable, startSystemdContainer, type SystemdContainer } from '../support/systemd-container.js';
-import { scratch } from '../support/tree.js';
+import { containerUnavailable, startSystemdContainer } from '../support/systemd-container.js';
 
 /**
  * The scenarios of the services' second look on a real systemd, booted in a container over a volatile copy of
@@ -14,38 +12,17 @@ import { scratch } from '../support/tree.js';
  */
 const unavailable = containerUnavailable();
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a real systemd${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
-  let container: SystemdContainer;
-  let work: ReturnType<typeof scratch>;
-  let n = 0;
-
-  beforeAll(async () => {
-    work = scratch('mesh-host-systemd-');
-    container = await startSystemdContainer({ binds: [projectDir.replace(/\/$/, ''), work.dir] });
+  const inside = useApplyInside('systemd', {
+    start: (binds) => startSystemdContainer({ binds }),
+    first: [{ type: 'directory', id: 'unit-dir', path: '/etc/systemd/system', take: true }],
   });
-  afterAll(async () => {
-    await container?.stop();
-    work?.cleanup();
-  });
+  const { apply } = inside;
 
   const unitFile = (name: string, body: string): Resource => ({ type: 'file', id: `${name}-unit`, path: `/etc/systemd/system/${name}.service`, content: `[Unit]\nDescription=${name}\n\n[Service]\n${body}\n` });
   const service = (name: string, extra: object = {}): Resource => ({ type: 'service', id: name, unit: `${name}.service`, state: 'running', restartOn: [`${name}-unit`], ...extra });
 
-  /** One `mesh-host apply` inside the container, with its own state directory. */
-  async function apply(resources: Resource[], options: { state?: string; sequence?: number } = {}): Promise<{ code: number | null; report: Report; stderr: string }> {
-    const dir = join(work.dir, `case-${++n}`);
-    mkdirSync(dir, { recursive: true });
-    const decl = join(dir, 'decl.json');
-    writeFileSync(decl, JSON.stringify({ version: 1, node: 'ct', mode: 'converged', sequence: options.sequence ?? 1, resources: [{ type: 'directory', id: 'unit-dir', path: '/etc/systemd/system', take: true }, ...resources] }));
-    const config = join(dir, 'host.json');
-    writeFileSync(config, JSON.stringify({ node: 'ct', verifyPauseMs: 1500 }));
-    const state = options.state ?? join(dir, 'state');
-    const result = await container.exec(process.execPath, [join(projectDir, 'bin/mesh-host'), 'apply', decl, '--json', '--root', '/', '--state-dir', state, '--config', config, '--log-level', 'warn'], 60_000);
-    const parsed = JSON.parse(result.stdout) as { report: Report };
-    return { code: result.code, report: parsed.report, stderr: result.stderr };
-  }
-
   const show = async (unit: string) => {
-    const r = await container.exec('systemctl', ['show', '-p', 'ActiveState,InvocationID,NRestarts', unit]);
+    const r = await inside.container.exec('systemctl', ['show', '-p', 'ActiveState,InvocationID,NRestarts', unit]);
     return Object.fromEntries(r.stdout.trim().split('\n').map((l) => l.split('=') as [string, string]));
   };
 
@@ -87,7 +64,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a rea
   });
 
   it('a file change restarts exactly the unit that names it, once', async () => {
-    const state = join(work.dir, 'restart-state');
+    const state = join(inside.work, 'restart-state');
     const units = (config: string): Resource[] => [
       unitFile('r1', 'ExecStart=/bin/sleep 1000'),
       unitFile('r2', 'ExecStart=/bin/sleep 1000'),
@@ -109,7 +86,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a rea
 
     // status and inventory show the declared services' states, read from this systemd.
     for (const command of ['status', 'inventory']) {
-      const r = await container.exec(process.execPath, [join(projectDir, 'bin/mesh-host'), command, '--json', '--state-dir', state, '--log-level', 'warn']);
+      const r = await inside.container.exec(process.execPath, [join(projectDir, 'bin/mesh-host'), command, '--json', '--state-dir', state, '--log-level', 'warn']);
       expect(r.code, r.stderr).toBe(0);
       const services = (JSON.parse(r.stdout) as { services: Array<{ unit: string; activeState: string }> | { reason: string } }).services;
       if (!Array.isArray(services)) throw new Error(`${command} --json gave no service states: ${services.reason}`);

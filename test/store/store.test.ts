@@ -17,6 +17,17 @@ function capture() {
 }
 
 const record = (id: string) => ({ id, type: 'file' as const, target: `/etc/${id}`, origin: 'local' as const, created: true, appliedAt: 'now' });
+const numbered = (count: number) => Array.from({ length: count }, (_, i) => `r${i}`);
+
+/** A store opened in a fresh state directory and saved once with these records. */
+function savedStore(ids: string[]) {
+  const dir = stateDir();
+  const { log } = capture();
+  const store = Store.open(dir, log);
+  for (const id of ids) store.record(record(id));
+  store.save();
+  return { dir, log, store };
+}
 
 describe('the store', () => {
   it('saves atomically into a 0700 directory and reads back what it saved', () => {
@@ -88,11 +99,7 @@ describe('the store', () => {
   });
 
   it('writes what changed: one journal line a save, the head renamed whole', () => {
-    const dir = stateDir();
-    const { log } = capture();
-    const store = Store.open(dir, log);
-    for (let i = 0; i < 1000; i++) store.record(record(`r${i}`));
-    store.save();
+    const { dir, log, store } = savedStore(numbered(1000));
     const journal = join(dir, 'records.1.jsonl');
     const first = statSync(journal).size;
     store.record({ ...record('r7'), appliedAt: 'later' });
@@ -110,11 +117,7 @@ describe('the store', () => {
   });
 
   it('compacts into a new generation once the lines outgrow half the first, and removes the old', () => {
-    const dir = stateDir();
-    const { log } = capture();
-    const store = Store.open(dir, log);
-    for (let i = 0; i < 2000; i++) store.record(record(`r${i}`));
-    store.save();
+    const { dir, log, store } = savedStore(numbered(2000));
     let saves = 0;
     while (existsSync(join(dir, 'records.1.jsonl'))) {
       for (let i = 0; i < 200; i++) store.record({ ...record(`r${i}`), appliedAt: `save ${saves}` });
@@ -130,11 +133,7 @@ describe('the store', () => {
   });
 
   it('ignores and trims what a save cut before its head wrote past the committed length; removes a generation no head names', () => {
-    const dir = stateDir();
-    const { log } = capture();
-    const store = Store.open(dir, log);
-    store.record(record('a'));
-    store.save();
+    const { dir, log } = savedStore(['a']);
     const committed = readFileSync(join(dir, 'records.1.jsonl'));
     appendFileSync(join(dir, 'records.1.jsonl'), '{"set":{"b":{"id":"b","type":"file","tar');
     writeFileSync(join(dir, 'records.2.jsonl'), '{"set":{}}\n');
@@ -148,11 +147,7 @@ describe('the store', () => {
   });
 
   it('refuses to start (exit 4) when the journal its head names is missing or shorter, and leaves it all untouched', () => {
-    const dir = stateDir();
-    const { log } = capture();
-    const store = Store.open(dir, log);
-    store.record(record('a'));
-    store.save();
+    const { dir, log } = savedStore(['a']);
     writeFileSync(join(dir, 'records.1.jsonl'), '');
     expect(() => Store.open(dir, log)).toThrow(/shorter \(0 bytes\) than the \d+ its head committed.*left untouched/);
     rmSync(join(dir, 'records.1.jsonl'));

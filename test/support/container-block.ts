@@ -1,4 +1,4 @@
-import { afterAll } from 'vitest';
+import { afterAll, beforeAll } from 'vitest';
 import type { SystemdContainer } from './systemd-container.js';
 
 export interface ContainerBlock {
@@ -9,14 +9,22 @@ export interface ContainerBlock {
   inside(command: string, args: string[]): Promise<string>;
 }
 
-/** A container for the describe block it is called in: started by a test, stopped after the block. */
-export function useContainer(): ContainerBlock {
+/**
+ * A container for the describe block it is called in: started by the block's beforeAll when `make` is
+ * given, else by a test (when it binds in what the test made); stopped after the block.
+ */
+export function useContainer(make?: () => Promise<SystemdContainer>): ContainerBlock {
   let container: SystemdContainer | undefined;
+  if (make) {
+    beforeAll(async () => {
+      container = await make();
+    }, 900_000);
+  }
   afterAll(async () => {
     await container?.stop();
   });
   const started = () => {
-    if (!container) throw new Error('the container is started by a test of the block: call start() first');
+    if (!container) throw new Error('the container is started by the block (its beforeAll, or a test calling start()) before it is used');
     return container;
   };
   return {

@@ -1,24 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { systemdManager } from '../../src/services/systemd.js';
 import { silentLogger } from '../../src/system/log.js';
 import type { Finding } from '../../src/watch/finding.js';
 import { unitProbe } from '../../src/watch/probes.js';
 import { watchUnits } from '../../src/watch/units.js';
-import { containerUnavailable, startSystemdContainer, type SystemdContainer } from '../support/systemd-container.js';
+import { containerUnavailable, startSystemdContainer } from '../support/systemd-container.js';
+import { useContainer } from '../support/container-block.js';
 
 const unavailable = containerUnavailable();
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`the unit watcher on a real systemd${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
-  let container: SystemdContainer;
-  beforeAll(async () => {
-    container = await startSystemdContainer();
-  });
-  afterAll(async () => {
-    await container?.stop();
-  });
+  const box = useContainer(() => startSystemdContainer());
 
   async function unit(name: string, service: string): Promise<void> {
     const body = `[Unit]\nDescription=${name}\n\n[Service]\nExecStart=/bin/sleep infinity\n${service}\n`;
-    const r = await container.exec('/bin/sh', ['-c', `printf '%s' '${body}' > /etc/systemd/system/${name}.service && systemctl daemon-reload && systemctl start ${name}.service`]);
+    const r = await box.container.exec('/bin/sh', ['-c', `printf '%s' '${body}' > /etc/systemd/system/${name}.service && systemctl daemon-reload && systemctl start ${name}.service`]);
     expect(r.code, r.stderr).toBe(0);
   }
 
@@ -32,9 +27,9 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the unit watcher 
     const units = ['crashes.service', 'stopped.service', 'revives.service', 'quiet.service'];
     let looks = 0;
     // The container's /run, where its systemd keeps the invocation links, seen from here.
-    const manager = systemdManager(container.runner);
+    const manager = systemdManager(box.container.runner);
     let fullLooks = 0;
-    const probe = unitProbe({ ...manager, query: (u) => (fullLooks++, manager.query(u)) }, `/proc/${container.initPid}/root`);
+    const probe = unitProbe({ ...manager, query: (u) => (fullLooks++, manager.query(u)) }, `/proc/${box.container.initPid}/root`);
     const watcher = watchUnits({ units, probe: async (u) => (looks++, probe(u)), onFound: (f) => found.push(...f.map((x) => ({ ...x, looksAfter: looks - since }))), log: silentLogger() });
     try {
       // The first look is the baseline; quiet looks read only systemd's invocation links, no process.
@@ -43,7 +38,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the unit watcher 
       // Then each unit is disturbed by hand, one at a time.
       const disturb = async (what: string, command: string[], unitName: string, expected: RegExp) => {
         since = looks;
-        const r = await container.exec('systemctl', command);
+        const r = await box.container.exec('systemctl', command);
         expect(r.code, r.stderr).toBe(0);
         const deadline = Date.now() + 15_000;
         while (!found.some((f) => f.target === unitName)) {
