@@ -54,66 +54,44 @@ const out = () => {
   );
 };
 
-if (!only || only === 'startup') {
-  sections.push(...(await benchStartup()), '');
-  out();
-}
-if (!only || only === 'converge') {
+async function convergeSection(): Promise<string[]> {
   const rows: ConvergeFigures[] = [];
   for (const [files, dirs] of [[100, 10], [1000, 100], [10000, 1000]] as const) {
     rows.push(await benchConverge(files, dirs));
     console.error(`converge ${files}/${dirs} done`);
   }
-  sections.push('## Converge of files', '', `Medians: ${CONVERGE_RUNS.inProcess} runs in-process, ${CONVERGE_RUNS.process} interleaved runs of each process; the whole process includes Node start-up; the`, 'floor is a bare `node` script that lstat()s, reads and compares the same files.', '', ...convergeTable(rows), '');
-  out();
+  return ['## Converge of files', '', `Medians: ${CONVERGE_RUNS.inProcess} runs in-process, ${CONVERGE_RUNS.process} interleaved runs of each process; the whole process includes Node start-up; the`, 'floor is a bare `node` script that lstat()s, reads and compares the same files.', '', ...convergeTable(rows)];
 }
-if (!only || only === 'services') {
-  sections.push(...(await benchServices()), '');
-  out();
-}
-if (!only || only === 'link') {
-  sections.push(...(await benchLink()), '');
-  out();
-}
-if (!only || only === 'fleet') {
-  sections.push(...(await benchFleet()), '');
-  out();
-}
-if (!only || only === 'scale') {
-  sections.push(...(await benchScale()), '');
-  out();
-}
-if (!only || only === 'status') {
-  sections.push(...(await benchStatus()), '');
-  out();
-}
-if (!only || only === 'peers') {
+
+function peersSection(): Promise<string[]> {
   // PEERS_SIZES=1000 PEERS_ROUNDS=3 narrow it; Puppet alone takes minutes a round at 10,000 files.
   const sizes = (process.env.PEERS_SIZES ?? '1000,10000').split(',').map(Number);
   const rounds = Number(process.env.PEERS_ROUNDS ?? 3);
   const tools = process.env.PEERS_TOOLS?.split(',');
-  sections.push(...(await benchPeers({ sizes, rounds, puppetRounds: Number(process.env.PEERS_PUPPET_ROUNDS ?? 1), ...(tools ? { tools } : {}) })), '');
-  out();
+  return benchPeers({ sizes, rounds, puppetRounds: Number(process.env.PEERS_PUPPET_ROUNDS ?? 1), ...(tools ? { tools } : {}) });
 }
-if (only === 'crash') {
-  // Not part of a plain `npm run bench`: it takes minutes. CRASH_INSTANTS narrows it.
-  sections.push(...(await benchCrash(Number(process.env.CRASH_INSTANTS ?? 200))), '');
-  out();
-}
-if (!only || only === 'watch') {
-  sections.push(...(await benchWatch()), '');
-  out();
-}
-if (!only || only === 'watch-daemon') {
-  sections.push(...(await benchWatchDaemon()), '');
-  out();
-}
-if (!only || only === 'archive') {
-  sections.push(...(await benchArchive()), '');
-  out();
-}
-if (!only || only === 'release') {
-  sections.push(...(await benchRelease()), '');
+
+/** The parts of the page, in its order; one that runs only when named (`alone`) takes minutes. */
+const parts: Array<{ name: string; sections: () => Promise<string[]>; alone?: boolean }> = [
+  { name: 'startup', sections: benchStartup },
+  { name: 'converge', sections: convergeSection },
+  { name: 'services', sections: benchServices },
+  { name: 'link', sections: benchLink },
+  { name: 'fleet', sections: benchFleet },
+  { name: 'scale', sections: benchScale },
+  { name: 'status', sections: benchStatus },
+  { name: 'peers', sections: peersSection },
+  // CRASH_INSTANTS narrows it.
+  { name: 'crash', sections: () => benchCrash(Number(process.env.CRASH_INSTANTS ?? 200)), alone: true },
+  { name: 'watch', sections: benchWatch },
+  { name: 'watch-daemon', sections: benchWatchDaemon },
+  { name: 'archive', sections: benchArchive },
+  { name: 'release', sections: benchRelease },
+];
+
+for (const part of parts) {
+  if (only ? part.name !== only : part.alone) continue;
+  sections.push(...(await part.sections()), '');
   out();
 }
 console.error('docs/bench.md written');

@@ -1,5 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { applyDeclaration, type HostEnv } from '../src/apply/apply.js';
@@ -11,7 +10,8 @@ import { systemdManager } from '../src/services/systemd.js';
 import { Store } from '../src/store/store.js';
 import { systemClock } from '../src/system/clock.js';
 import type { CommandRunner } from '../src/system/runner.js';
-import { containerUnavailable, startSystemdContainer } from '../test/support/systemd-container.js';
+import { containerUnavailable } from '../test/support/systemd-container.js';
+import { withSleepers } from './sleepers.js';
 import { fmt, median, timeIt } from './stats.js';
 
 function counting(runner: CommandRunner) {
@@ -30,12 +30,7 @@ function counting(runner: CommandRunner) {
 export async function benchServices(): Promise<string[]> {
   const unavailable = containerUnavailable();
   if (unavailable) return ['## Services on a real systemd', '', `Not measured: ${unavailable}.`];
-  const container = await startSystemdContainer();
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-host-bench-svc-'));
-  try {
-    const units = Array.from({ length: 50 }, (_, i) => `bench${i}.service`);
-    const install = units.map((u) => `printf '[Service]\\nExecStart=/bin/sleep 100000\\n' > /etc/systemd/system/${u}`).join('; ');
-    await container.exec('sh', ['-c', `${install}; systemctl daemon-reload`]);
+  return withSleepers('bench', 50, { start: false }, async ({ container, units, dir }) => {
     const count = counting(container.runner);
     const root = join(dir, 'root');
     mkdirSync(join(root, 'etc'), { recursive: true });
@@ -85,8 +80,5 @@ export async function benchServices(): Promise<string[]> {
       `| restarts 20 services (a restartOn file of each changed), median of ${r.length} | ${fmt(median(r.map((x) => x.total)))} ms | ${fmt(median(r.map((x) => x.verify)))} ms | ${fmt(median(r.map((x) => x.pause)))} ms (one, not twenty) | ${median(r.map((x) => x.systemctl))} (1 batched read, 20 restarts, 20 first looks, 1 batched second look) |`,
       `| no-op over 50 declared services, median of ${noopRuns.length} | ${fmt(median(noopRuns.map((x) => x.total)))} ms | — (nothing acted on: no pause) | 0 | ${median(noopRuns.map((x) => x.systemctl))} (one batched \`systemctl show\`) |`,
     ];
-  } finally {
-    await container.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }

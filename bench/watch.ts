@@ -1,12 +1,12 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { systemdManager } from '../src/services/systemd.js';
 import { silentLogger } from '../src/system/log.js';
 import { watchFootprint } from '../src/watch/footprint.js';
 import { unitProbe } from '../src/watch/probes.js';
 import { watchUnits } from '../src/watch/units.js';
-import { containerUnavailable, startSystemdContainer } from '../test/support/systemd-container.js';
+import { containerUnavailable } from '../test/support/systemd-container.js';
+import { withSleepers } from './sleepers.js';
 
 const SECONDS = 60;
 const TICKS = 100; // USER_HZ
@@ -29,13 +29,7 @@ const pct = (ms: number) => `${((ms / (SECONDS * 1000)) * 100).toFixed(2)}%`;
 export async function benchWatch(): Promise<string[]> {
   const unavailable = containerUnavailable();
   if (unavailable) return ['## Watchers between applies', '', `Not measured: ${unavailable}.`];
-  const container = await startSystemdContainer();
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-host-bench-watch-'));
-  try {
-    const units = Array.from({ length: 20 }, (_, i) => `watched${i}.service`);
-    const install = units.map((u) => `printf '[Service]\\nExecStart=/bin/sleep 100000\\n' > /etc/systemd/system/${u}`).join('; ');
-    const started = await container.exec('sh', ['-c', `${install}; systemctl daemon-reload && systemctl start ${units.join(' ')}`], 60_000);
-    if (started.code !== 0) throw new Error(`the units did not start: ${started.stderr}`);
+  return withSleepers('watched', 20, { start: true }, async ({ container, units, dir }) => {
     const owned: Array<{ target: string; type: 'file' | 'directory' }> = [];
     for (let d = 0; d < 20; d++) {
       mkdirSync(join(dir, `srv/d${d}`), { recursive: true });
@@ -97,8 +91,5 @@ export async function benchWatch(): Promise<string[]> {
       'needed to catch what was missed), and OpenRC has none. The links cost no process, notice a unit that left',
       'running within one interval (2 s), and the verdict is still what `systemctl show` says.',
     ];
-  } finally {
-    await container.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
