@@ -3,8 +3,7 @@ import type { CommandRunner } from '../system/runner.js';
 import type { Clock } from '../system/clock.js';
 import type { Logger } from '../system/log.js';
 
-export const DEFAULT_STATE_DIR = '/var/lib/mesh-host';
-export const DEFAULT_CONFIG = '/etc/mesh-host/host.json';
+export { DEFAULT_CONFIG, DEFAULT_STATE_DIR } from '../system/layout.js';
 
 /** Everything a command needs, passed in: nothing reaches for a module-level singleton. */
 export interface CommandContext {

@@ -1,10 +1,11 @@
+import { DEFAULT_CONFIG, DEFAULT_STATE_DIR } from '../system/layout.js';
 import type { OptionSpec, ProgramSpec } from './args.js';
 
 const options: Record<string, OptionSpec> = {
   json: { type: 'boolean', help: 'machine-readable output on stdout (logs go to stderr)' },
   'log-level': { type: 'string', value: 'LEVEL', help: 'fatal, error, warn, info, debug or trace (default info)' },
-  'state-dir': { type: 'string', value: 'DIR', help: 'the state directory (default /var/lib/mesh-host)' },
-  config: { type: 'string', value: 'FILE', help: 'the configuration (default /etc/mesh-host/host.json)' },
+  'state-dir': { type: 'string', value: 'DIR', help: `the state directory (default ${DEFAULT_STATE_DIR})` },
+  config: { type: 'string', value: 'FILE', help: `the configuration (default ${DEFAULT_CONFIG})` },
   root: { type: 'string', value: 'DIR', help: 'take every declared path inside DIR (a scratch tree)' },
   'dry-run': { type: 'boolean', help: 'print the plan and change nothing' },
   mode: { type: 'string', value: 'MODE', help: 'adopted or converged' },

@@ -6,6 +6,7 @@ import { copy, ensureDir, move, outputFile, remove } from 'fs-extra/esm';
 import type { ServiceManager } from '../services/manager.js';
 import { isRunning } from '../services/manager.js';
 import { EXIT, HostError } from '../system/errors.js';
+import { DEFAULT_CONFIG, DEFAULT_STATE_DIR } from '../system/layout.js';
 import { CURRENT, EXECUTABLE, RELEASES_DIR, moveCurrent } from './layout.js';
 import { openrcScript, systemdUnit, type UnitLayout } from './units.js';
 
@@ -38,8 +39,6 @@ export interface InstallTarget {
 
 export const SERVICE = 'mesh-host';
 export const COMMAND_LINK = '/usr/local/bin/mesh-host';
-const DEFAULT_STATE_DIR = '/var/lib/mesh-host';
-const DEFAULT_CONFIG = '/etc/mesh-host/host.json';
 
 const inRoot = (root: string, path: string) => join(root, path);
 

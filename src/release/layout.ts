@@ -1,6 +1,7 @@
 import { closeSync, lstatSync, openSync, readFileSync, readSync, readlinkSync, renameSync, statSync, symlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fsyncDirectory, writeDurably } from '../store/durable.js';
+import { CURRENT, EXECUTABLE, RELEASE_FILE, RELEASES_DIR } from '../system/layout.js';
 import type { CommandRunner } from '../system/runner.js';
 import { RELEASE_NAME } from './version.js';
 
@@ -14,10 +15,7 @@ export interface ReleaseLayout {
   releaseFile: string;
 }
 
-export const RELEASES_DIR = '/var/lib/mesh-host/releases';
-export const RELEASE_FILE = '/etc/mesh-host/release';
-export const CURRENT = 'current';
-export const EXECUTABLE = 'mesh-host';
+export { CURRENT, EXECUTABLE, RELEASE_FILE, RELEASES_DIR };
 /** The launcher's memory of a release that failed its trial, in the state directory. */
 export const FAILED_TRIAL_FILE = 'release-trial.json';
 

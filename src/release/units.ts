@@ -4,6 +4,7 @@
  * with a TERM to the launcher alone and give it 120 s: past the host's own 60 s wait for the apply in
  * flight and the launcher's 75 s grace for a host on trial, so a stop never cuts a save off.
  */
+import { CURRENT, EXECUTABLE, RELEASES_DIR } from '../system/layout.js';
 
 /** Where a release's executable is run from, and the flags the launcher is given (non-default paths). */
 export interface UnitLayout {
@@ -13,7 +14,7 @@ export interface UnitLayout {
   launchArgs: string[];
 }
 
-export const DEFAULT_EXECUTABLE = '/var/lib/mesh-host/releases/current/mesh-host';
+export const DEFAULT_EXECUTABLE = `${RELEASES_DIR}/${CURRENT}/${EXECUTABLE}`;
 export const DEFAULT_LAYOUT: UnitLayout = { executable: DEFAULT_EXECUTABLE, launchArgs: [] };
 
 /** The environment both service managers give the launcher (and so its hosts). */
@@ -29,7 +30,7 @@ const quoted = (arg: string) => (/^[A-Za-z0-9_./=@:+-]+$/.test(arg) ? arg : `"${
 export function systemdUnit(layout: UnitLayout = DEFAULT_LAYOUT): string {
   const exec = [layout.executable, 'launch', ...layout.launchArgs].map(quoted).join(' ');
   return `# mesh-host, the node host. Written by \`mesh-host install\`, which puts each release under
-# /var/lib/mesh-host/releases/<version>/ and links \`current\` to the one that runs.
+# ${RELEASES_DIR}/<version>/ and links \`current\` to the one that runs.
 [Unit]
 Description=mesh-host: converges this machine to what the mesh declares, and reports
 Wants=network-online.target
@@ -63,7 +64,7 @@ WantedBy=multi-user.target
 export function openrcScript(layout: UnitLayout = DEFAULT_LAYOUT): string {
   return `#!/sbin/openrc-run
 # mesh-host, the node host. Written by \`mesh-host install\`, which puts each release under
-# /var/lib/mesh-host/releases/<version>/ and links \`current\` to the one that runs.
+# ${RELEASES_DIR}/<version>/ and links \`current\` to the one that runs.
 
 description="mesh-host: converges this machine to what the mesh declares, and reports"
 command="${layout.executable}"
