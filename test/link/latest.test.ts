@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { ensureWire } from '../../src/link/control.js';
 import { latestPerSubject } from '../../src/link/latest.js';
 import { REPORTS_STREAM, REPORTS_SUBJECTS, reportSubject } from '../../src/link/wire.js';
@@ -34,5 +34,27 @@ describe('the newest message of every subject, in one read', () => {
     }
     const one = await latestPerSubject(nc, REPORTS_STREAM, reportSubject('n7'));
     expect([...one.keys()]).toEqual([reportSubject('n7')]);
+  });
+
+  it('says where the stream holds each message and when it stored it, and leaves no consumer behind', async () => {
+    const js = jetstream(nc);
+    const before = Date.now();
+    const ack = await js.publish(reportSubject('timed'), JSON.stringify({ node: 'timed', sequence: 1 }));
+    const stored = (await latestPerSubject(nc, REPORTS_STREAM, reportSubject('timed'))).get(reportSubject('timed'))!;
+    expect(stored.streamSequence).toBe(ack.seq);
+    expect(Date.parse(stored.storedAt)).toBeGreaterThanOrEqual(before - 1000);
+    expect(Date.parse(stored.storedAt)).toBeLessThanOrEqual(Date.now() + 1000);
+    // The read's consumer is deleted once it is done (the delete is not waited for): gone soon after.
+    const jsm = await jetstreamManager(nc);
+    await expect.poll(async () => (await jsm.streams.info(REPORTS_STREAM)).state.consumer_count, { timeout: 30_000, interval: 100 }).toBe(0);
+  });
+
+  it('reads more subjects than one pull asks for, and a stream that does not exist is an error of the JetStream API', async () => {
+    const js = jetstream(nc);
+    const many = 1500;
+    for (let n = 0; n < many; n += 100) await Promise.all(Array.from({ length: 100 }, (_, i) => js.publish(`mesh.report.bulk.m${n + i}`, '{}')));
+    const latest = await latestPerSubject(nc, REPORTS_STREAM, 'mesh.report.bulk.>');
+    expect(latest.size).toBe(many);
+    await expect(latestPerSubject(nc, 'NO_SUCH_STREAM', 'x.>')).rejects.toMatchObject({ code: 10059 });
   });
 });

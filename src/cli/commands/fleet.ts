@@ -14,7 +14,7 @@ export async function fleetCommand(ctx: CommandContext): Promise<number> {
   const nc = await connectControl(ctx);
   try {
     // Read-only: a stream the control side has not created yet reads as empty.
-    const read = await readFleet(nc, { verifyReport: await fleetReportVerifier(nc) });
+    const read = await readFleet(nc, { verifyReport: fleetReportVerifier(nc) });
     const rows = fleetRows({ ...read, nowMs: ctx.clock.now().getTime() });
     output(ctx, { nodes: rows, healthy: fleetHealthy(rows) }, () => formatFleet(rows));
     return fleetHealthy(rows) ? EXIT.ok : EXIT.failed;
