@@ -40,7 +40,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the unit watcher 
 
   it('a supervised daemon killed by hand is heard respawned, a daemon of its own killed by hand is started again; each is reported, named; the apply\'s own restarts trigger nothing', async () => {
     const h = await mesh.enrol({ start: false, config: { serviceManager: 'openrc' } });
-    const container = await box.start(() => startOpenrcContainer({ binds: [project, h.dir] }));
+    const container = await box.start(() => startOpenrcContainer({ binds: [project, h.dir], bootTimeoutMs: 180_000 }));
     await install({
       supervised: 'command=/bin/sleep\ncommand_args=infinity\nsupervisor=supervise-daemon\npidfile=/run/supervised.pid',
       background: 'command=/bin/sleep\ncommand_args=infinity\ncommand_background=true\npidfile=/run/background.pid',
