@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { CommandRunner, RunResult } from '../../src/system/runner.js';
 import { systemRunner } from '../../src/system/runner.js';
 
@@ -35,7 +35,10 @@ export interface ContainerOptions {
  * in every test's container, in this machine's own network namespace unless it has a private one.
  * This preset keeps them disabled; a test that wants one starts it itself.
  */
-const NO_FIREWALLS_PRESET = new URL('./no-firewalls.preset', import.meta.url).pathname;
+const NO_FIREWALLS_PRESET = [new URL('./no-firewalls.preset', import.meta.url), new URL('../../../test/support/no-firewalls.preset', import.meta.url)]
+  .map((url) => url.pathname)
+  // Beside this file in the sources; from dist/test/support (the benchmarks), back in the sources.
+  .find((path) => existsSync(path))!;
 
 let counter = 0;
 const live = new Set<ChildProcess>();
