@@ -196,7 +196,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     if (speaks && env.outbox) {
       try {
-        env.outbox.add(report);
+        await env.outbox.addAsync(report);
       } catch (err) {
         failures.push(`the report could not be kept in the outbox (${code(err)}): the mesh will not hear of this apply`);
       }

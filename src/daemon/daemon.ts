@@ -220,7 +220,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
         // a later one, or acknowledged already.
         const published = await link.publish(input.sequence, (limit) => outbox.message(input.sequence, limit - REPORT_HEADROOM));
         if (!published.sent) return void log.debug({ report: input.sequence }, 'link: report folded into a later one; nothing to send');
-        outbox.remove(input.sequence);
+        await outbox.remove(input.sequence);
         log.debug({ report: input.sequence, duplicate: published.duplicate, bytes: published.bytes }, 'link: report acknowledged');
       }),
       quiesce: fromPromise<void, { ending: Ending }>(async ({ input }) => {

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, readdirSync, statSync, unlinkSync, writeFileSync, renameSync } from 'node:fs';
+import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fsyncDirectory, writeDurably } from '../store/durable.js';
+import { fsyncDirectory, fsyncDirectoryAsync, writeDurably, writeDurablyAsync } from '../store/durable.js';
 import type { Report } from './report.js';
 import { asSent, fitReport, foldReports, sentReport, type SentReport } from './sent.js';
 
@@ -47,26 +48,46 @@ export class Outbox {
 
   add(report: Report): void {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    this.keepWhole(report);
-    writeDurably(join(this.dir, nameOf(report.sequence)), Buffer.from(JSON.stringify(sentReport(report))), 0o600);
-    this.fold();
-  }
-
-  /**
-   * The whole report, for the host's own reading: written whole (rename) without fsync, since the
-   * mesh's copy is the record and losing this one in a crash loses only a convenience. Bounded.
-   */
-  private keepWhole(report: Report): void {
     try {
       mkdirSync(this.fullDir, { recursive: true, mode: 0o700 });
       const path = join(this.fullDir, nameOf(report.sequence));
       writeFileSync(`${path}.tmp`, JSON.stringify(report), { mode: 0o600 });
       renameSync(`${path}.tmp`, path);
-      const kept = sequencesIn(this.fullDir);
-      for (const old of kept.slice(0, Math.max(0, kept.length - this.bounds.keepFull))) unlinkSync(join(this.fullDir, nameOf(old)));
+      for (const old of this.wholeBeyondBound()) unlinkSync(old);
     } catch {
       // a convenience copy: the report itself goes on to the outbox
     }
+    writeDurably(join(this.dir, nameOf(report.sequence)), Buffer.from(JSON.stringify(sentReport(report))), 0o600);
+    this.fold();
+  }
+
+  /**
+   * add(), with the disk's waits off the event loop: the apply's report of a large declaration is a
+   * megabyte whole, and its writes and fsyncs would otherwise hold the daemon's status answers.
+   */
+  async addAsync(report: Report): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    try {
+      await mkdir(this.fullDir, { recursive: true, mode: 0o700 });
+      const path = join(this.fullDir, nameOf(report.sequence));
+      await writeFile(`${path}.tmp`, JSON.stringify(report), { mode: 0o600 });
+      await rename(`${path}.tmp`, path);
+      for (const old of this.wholeBeyondBound()) await unlink(old);
+    } catch {
+      // a convenience copy: the report itself goes on to the outbox
+    }
+    await writeDurablyAsync(join(this.dir, nameOf(report.sequence)), Buffer.from(JSON.stringify(sentReport(report))), 0o600);
+    this.fold();
+  }
+
+  /**
+   * The whole reports past the bound, oldest first. A whole report is the host's own reading, written
+   * whole (rename) without fsync, since the mesh's copy is the record and losing this one in a crash
+   * loses only a convenience.
+   */
+  private wholeBeyondBound(): string[] {
+    const kept = sequencesIn(this.fullDir);
+    return kept.slice(0, Math.max(0, kept.length - this.bounds.keepFull)).map((old) => join(this.fullDir, nameOf(old)));
   }
 
   /** The newest whole report kept on the host, or the one of a given sequence if still kept. */
@@ -103,11 +124,11 @@ export class Outbox {
     return fitReport(report, limit);
   }
 
-  /** Acknowledged: gone from the outbox. */
-  remove(sequence: number): void {
+  /** Acknowledged: gone from the outbox (the directory flushed off the event loop). */
+  async remove(sequence: number): Promise<void> {
     try {
-      unlinkSync(join(this.dir, nameOf(sequence)));
-      fsyncDirectory(this.dir);
+      await unlink(join(this.dir, nameOf(sequence)));
+      await fsyncDirectoryAsync(this.dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
