@@ -176,7 +176,7 @@ function stateListing(stateDir: string): string[] {
 const files = new Map<string, string>();
 beforeAll(() => {
   for (const c of cases) files.set(c.name, c.make());
-}, 120_000);
+}, 300_000);
 
 describe.each(['inline', 'object'] as const)('a hostile archive from an %s source is refused whole, nothing written', (source) => {
   it.each(cases.map((c) => [c.name, c] as const))('%s', async (_name, c) => {

@@ -46,7 +46,7 @@ beforeAll(async () => {
   server = await NatsServer.start();
   host = await enrolledHost([server.url], { resources: [{ type: 'directory', id: 'srv-app', path: '/srv/app' }] });
   await host.start();
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
   await host?.cleanup();

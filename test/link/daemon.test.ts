@@ -273,7 +273,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     for (let i = 3; i <= 202; i++) puts.push(h.put({ epoch: 1, sequence: i, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'file', id: 'last', path: '/srv/app/last', content: `${i}\n` }] }));
     const revisions = await Promise.all(puts);
     expect(strictlyIncreasing(revisions)).toBe(true);
-    const deadline = Date.now() + 30_000;
+    // An 8,000-file apply on a loaded machine takes minutes: the bound only ends a run that hangs.
+    const deadline = Date.now() + 240_000;
     let reports: Report[] = [];
     while (Date.now() < deadline) {
       reports = await h.reports();
@@ -292,5 +293,5 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     const seen = new Set([...h.log().matchAll(/"sequence":(\d+)[^\n]*delivery kept and enqueued/g)].map((m) => Number(m[1])));
     expect(Math.max(...seen)).toBe(202);
     expect(strictlyIncreasing(sequences(reports))).toBe(true);
-  }, 90_000);
+  }, 300_000);
 });

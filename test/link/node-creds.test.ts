@@ -153,7 +153,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`per-node credenti
     await until('a heartbeat', () => (beats.length > 0 ? true : undefined));
     expect(JSON.parse(beats[0]!)).toMatchObject({ node: 'alpha' });
     heartbeat.unsubscribe();
-  }, 120_000);
+  }, 240_000);
 
   describe("the same credentials, used by hand, are refused anything beyond the host's own", () => {
     let host: NatsConnection;

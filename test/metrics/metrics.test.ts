@@ -113,7 +113,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`metrics of a real
     expect(value(fromFile, 'mesh_host_last_report_sequence')).toBe(lastNow);
     expect(text).toContain(`node="${h.node}"`);
     expect(readdirTemporaries(join(h.dir, 'textfile'))).toEqual([]);
-  }, 120_000);
+  }, 240_000);
 });
 
 function readdirTemporaries(dir: string): string[] {

@@ -45,6 +45,18 @@ function withBuildLock<T>(dir: string, fn: () => T): T {
   }
 }
 
+const STALE_BUILD_MS = 24 * 60 * 60 * 1000;
+
+/** Nothing in the folder (or the folder itself) changed for this long. */
+function untouchedFor(dir: string, ms: number): boolean {
+  try {
+    const times = [statSync(dir).mtimeMs, ...readdirSync(dir).map((name) => statSync(join(dir, name)).mtimeMs)];
+    return Date.now() - Math.max(...times) > ms;
+  } catch {
+    return false;
+  }
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -66,9 +78,11 @@ export function releaseBuild(version: string, fault?: 'start' | 'apply'): string
     const made = spawnSync(process.execPath, ['scripts/release.mjs', '--host-only', '--version', version, '--out', making, ...(fault ? ['--fault', fault] : [])], { cwd: projectDir, encoding: 'utf8', timeout: 600_000 });
     if (made.status !== 0) throw new Error(`the release script failed (${made.status ?? made.signal}):\n${made.stderr}`);
     renameSync(making, dir);
-    // Builds of older sources are of no use any more (each is some 90 MB).
+    // Builds of older sources are of no use any more (each is some 90 MB): those untouched for a day go.
+    // A younger one may be another checkout's, building or in use by its tests at this very moment.
     for (const name of readdirSync(tmpdir())) {
-      if (name.startsWith('mesh-host-releases-') && join(tmpdir(), name) !== join(dir, '..')) rmSync(join(tmpdir(), name), { recursive: true, force: true });
+      const other = join(tmpdir(), name);
+      if (name.startsWith('mesh-host-releases-') && other !== join(dir, '..') && untouchedFor(other, STALE_BUILD_MS)) rmSync(other, { recursive: true, force: true });
     }
     return executable;
   });

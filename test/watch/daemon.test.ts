@@ -55,5 +55,5 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the footprint wat
     const all = await h.reports();
     const from = all.findIndex((r) => r.declaration?.sequence === 2);
     expect(all.slice(from).map((r) => [r.trigger, r.declaration?.sequence])).toEqual([['delivery', 2], ['delivery', 3], ['reconcile', 3], ['reconcile', 3]]);
-  }, 120_000);
+  }, 240_000);
 });
