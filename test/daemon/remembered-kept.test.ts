@@ -1,0 +1,44 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { newOperatorKey, sign } from '../../src/declaration/envelope.js';
+import { receiveDeclaration } from '../../src/declaration/load.js';
+import { RememberedKept } from '../../src/daemon/remembered-kept.js';
+import { scratchFolders } from '../support/tree.js';
+
+const folder = scratchFolders(afterEach);
+
+async function signed(seed: string, sequence: number): Promise<Buffer> {
+  const payload = Buffer.from(JSON.stringify({ version: 1, node: 'n1', mode: 'converged', sequence, resources: [{ type: 'directory', id: 'a', path: '/srv/a' }] }));
+  return Buffer.from(JSON.stringify(await sign(payload, seed)));
+}
+
+describe('the kept declaration as the daemon opens it', () => {
+  it('the same bytes under the same key and node are not checked again; other bytes, a changed file or another key are', async () => {
+    const { seed, publicKey } = await newOperatorKey();
+    const config = { publicKey, node: 'n1' };
+    const kept = new RememberedKept(folder());
+    const bytes = await signed(seed, 2);
+    const received = await receiveDeclaration(bytes, { source: 'the delivery', node: 'n1', requireSignature: true, pinnedKey: publicKey });
+    kept.keep(bytes, 7, received.digest);
+    kept.remember(received, config);
+    // The very object the intake made: nothing parsed again.
+    expect(await kept.receive(config)).toBe(received);
+
+    // A file changed on disk is checked whole: a forged one is refused as before.
+    const forged = JSON.parse(bytes.toString()) as { payload: string };
+    forged.payload = Buffer.from(JSON.stringify({ version: 1, node: 'n1', mode: 'converged', sequence: 2, resources: [] })).toString('base64');
+    writeFileSync(kept.path, JSON.stringify(forged));
+    await expect(kept.receive(config)).rejects.toMatchObject({ kind: 'forged' });
+
+    // Another declaration kept: opened, then remembered.
+    const next = await signed(seed, 3);
+    writeFileSync(kept.path, next);
+    const opened = await kept.receive(config);
+    expect(opened.declaration.sequence).toBe(3);
+    expect(await kept.receive(config)).toBe(opened);
+
+    // Another pinned key: checked again (and refused: the bytes are not signed by it).
+    const other = await newOperatorKey();
+    await expect(kept.receive({ publicKey: other.publicKey, node: 'n1' })).rejects.toMatchObject({ kind: 'forged' });
+  });
+});
