@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Stats } from 'node:fs';
 import type { FileResource } from '../declaration/schema.js';
 import type { ResourceRecord, SeenFile } from '../store/state.js';
-import { writeDurably } from '../store/durable.js';
+import { writeDurablyAsync } from '../store/durable.js';
 import { foundVerdict, HELD_REASON, metaDrift, observe, ownRecord, type Wanted } from './ownership.js';
 import { lineChanges } from './line-changes.js';
 import { PathRefused } from './rooted-fs.js';
@@ -39,11 +39,12 @@ async function contentChange(before: Buffer, after: Buffer): Promise<string> {
 }
 
 /** Keeps the original of a taken file under taken/, so that removing the resource gives it back. */
-function keepOriginal(ctx: ConvergeContext, resource: FileResource, st: Stats): ResourceRecord['original'] {
+async function keepOriginal(ctx: ConvergeContext, resource: FileResource, st: Stats): Promise<ResourceRecord['original']> {
   const copy = createHash('sha256').update(resource.path).digest('hex');
   mkdirSync(ctx.takenDir, { recursive: true, mode: 0o700 });
-  // Durable before the batch that replaces the file is staged: the original is never lost.
-  writeDurably(join(ctx.takenDir, copy), ctx.fs.readFile(resource.path, st.size), 0o600);
+  // Durable before the batch that replaces the file is staged: the original is never lost. Its fsyncs
+  // wait on libuv's threads: taking over a machine's many files must not stall the event loop.
+  await writeDurablyAsync(join(ctx.takenDir, copy), ctx.fs.readFile(resource.path, st.size), 0o600);
   return { kind: 'file', mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, copy };
 }
 
@@ -114,7 +115,7 @@ export const fileHandler: ResourceHandler<FileResource> = {
       if (verdict === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
       const drift = await driftOf();
       if (apply) {
-        const original = keepOriginal(ctx, resource, st);
+        const original = await keepOriginal(ctx, resource, st);
         const taken = (seen: SeenFile): ResourceRecord => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: false, original, seen, appliedAt: ctx.now() });
         if (drift.actions.length > 0) mend(drift, taken, { mode: original!.mode, uid: original!.uid, gid: original!.gid, copy: join(ctx.takenDir, original!.copy!) });
         else ctx.store.record(taken(seenOf(st, digest)));
