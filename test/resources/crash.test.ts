@@ -133,11 +133,11 @@ describe('an apply killed at any instant leaves nothing behind once the next app
     writeFileSync(conf, 'original\n', { mode: 0o644 });
     const take = join(dir, 'take.json');
     writeFileSync(take, JSON.stringify({ version: 1, node: 'crash', mode: 'converged', sequence: 1, resources: [{ type: 'file', id: 'conf', path: '/etc/app.conf', content: 'declared\n', mode: '0640' }] }));
-    // Killed at the main thread's second rename (the local report's, then the outbox's: the kept copy's,
-    // the file's and the store's renames run on libuv's thread, the first two before the report is made),
-    // before the store's save: the original is kept and the file written, durably, and the store never
-    // heard (checked below).
-    const killed = applyNow(scene, take, ['strace', '-qq', '-o', '/dev/null', '-e', 'trace=rename', '-e', 'inject=rename:signal=SIGKILL:when=2'], ONE_THREAD);
+    // Killed at the third rename of libuv's one thread, which makes them all (the kept copy's, the
+    // file's, the local report's, the outbox's, the store's), so after the kept copy and the file are
+    // durable and before the store's save: the original is kept and the file written, and the store
+    // never heard (checked below).
+    const killed = applyNow(scene, take, ['strace', '-f', '-qq', '-o', '/dev/null', '-e', 'trace=rename', '-e', 'inject=rename:signal=SIGKILL:when=3'], ONE_THREAD);
     expect(killed.signal ?? killed.code, killed.stderr).toSatisfy((v: unknown) => v === 'SIGKILL' || v === 137 || v === null);
     expect(readFileSync(conf, 'utf8')).toBe('declared\n');
     expect(peekState(scene.state)?.records.conf).toBeUndefined();
