@@ -6,7 +6,9 @@
  * (signature, schema) as a host checks it, and every resource reported unchanged.
  *
  * argv: servers (comma-separated), first index, count, state root, the operator's public key.
- * Says "up N" on stdout when all its hosts are connected and listening.
+ * Says "up N" on stdout as hosts come up (N more connected and listening since it last said), twice a
+ * second. Hosts connect SCALE_CONNECTING at a time (default 50): a fleet's restarts are spread, and
+ * 400 connections begun in one instant on a loaded machine time out together and retry together.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,8 +30,28 @@ const quiet = (() => {
 
 const seeds = JSON.parse(readFileSync(join(stateRoot, 'node-keys.json'), 'utf8')) as Record<string, string>;
 let up = 0;
+let said = 0;
 const hosts = Number(count);
+const progress = setInterval(() => {
+  if (up > said) process.stdout.write(`up ${up - said}\n`);
+  said = up;
+  if (said === hosts) clearInterval(progress);
+}, 500);
+const connectingAtOnce = Number(process.env.SCALE_CONNECTING ?? 50);
+let connecting = 0;
+let slotFreed: () => void = () => {};
 for (let i = Number(first); i < Number(first) + hosts; i++) {
+  while (connecting >= connectingAtOnce) await new Promise<void>((r) => (slotFreed = r));
+  connecting++;
+  // A host still not up after 30 s gives its turn to the next (it keeps trying by itself).
+  let turnGiven = false;
+  const giveTurn = () => {
+    if (turnGiven) return;
+    turnGiven = true;
+    connecting--;
+    slotFreed();
+  };
+  const turnTimer = setTimeout(giveTurn, 30_000);
   const node = simNode(i);
   const stateDir = join(stateRoot, node);
   mkdirSync(stateDir, { recursive: true });
@@ -69,7 +91,9 @@ for (let i = Number(first); i < Number(first) + hosts; i++) {
       onUp: () => {
         if (wasUp) return;
         wasUp = true;
-        if (++up === hosts) process.stdout.write(`up ${hosts}\n`);
+        up++;
+        clearTimeout(turnTimer);
+        giveTurn();
       },
       onDown: () => {},
       status: async () => ({ node, reportSequence }),
@@ -78,7 +102,5 @@ for (let i = Number(first); i < Number(first) + hosts; i++) {
     },
   );
   void session.open();
-  // Connections opened a few at a time, as a fleet's restarts spread them.
-  if (i % 50 === 0) await new Promise((r) => setTimeout(r, 20));
 }
 process.on('SIGTERM', () => process.exit(0));
