@@ -176,15 +176,15 @@ describe('the lock', () => {
   });
 
   it('takes over at once from a holder that crashed', async () => {
-    const s = setup();
+    // An hour to wait for the lock: the apply ends within the test's bound only by taking the dead
+    // holder's lock over, never by waiting for it to go.
+    const s = setup(undefined, { lockTimeoutMs: 3_600_000 });
     mkdirSync(s.state, { recursive: true, mode: 0o700 });
     // A holder that was killed -9: its lock file stays, its PID is gone.
     const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
     writeFileSync(join(s.state, 'lock'), JSON.stringify({ pid: dead, startTicks: 1, bootId: readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(), command: 'mesh-host apply', since: 'then' }));
-    const started = Date.now();
     const result = await runCli('mesh-host', ['apply', s.decl, ...s.flags]);
     expect(result.code).toBe(0);
-    expect(Date.now() - started).toBeLessThan(5000);
     expect(existsSync(join(s.state, 'lock'))).toBe(false);
   });
 

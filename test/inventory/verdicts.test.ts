@@ -50,12 +50,11 @@ describe('verdicts read what the tool says, not only how it exited', () => {
   });
 
   it('a probe that hangs is cut off after the bound and said so; the rest still answer', async () => {
-    const started = performance.now();
+    // The hung probe never answers: the inventory comes back only because it was cut off.
     const inv = await takeInventory({
       probeTimeoutMs: 150,
       runner: fakeRunner({ ...quiet, systemctl: 'hang', 'dpkg-query': said('dpkg 1.21.22\n') }),
     });
-    expect(performance.now() - started).toBeLessThan(2000);
     expect(inv.capabilities.serviceManager[0]).toMatchObject({ present: false });
     expect(inv.capabilities.serviceManager[0]!.reason).toMatch(/did not answer within 150 ms and was cut off/);
     expect(inv.capabilities.packageDatabase[0]).toMatchObject({ present: true, detail: 'dpkg 1.21.22' });

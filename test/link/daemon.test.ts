@@ -207,6 +207,9 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
       await h.put({ epoch: 1, sequence: i, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'file', id: 'f', path: '/srv/app/f', content: `${i}\n` }] });
       await wait(120);
     }
+    // The last of those applied, so the file to take away is there (a loaded machine applies them later).
+    const fileHolds = (content: string) => existsSync(join(h.root, 'srv/app/f')) && readFileSync(join(h.root, 'srv/app/f'), 'utf8') === content;
+    await until(() => fileHolds('6\n'), 'the delivery of sequence 6 applied', h, 120_000);
     await mesh.server.kill();
     // Reports made while the server is gone wait in the outbox: a reconcile that repairs drift makes one.
     rmSync(join(h.root, 'srv/app/f'));
@@ -218,12 +221,13 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
       await wait(120);
     }
     const state = () => JSON.parse(readFileSync(join(h.state, 'state.json'), 'utf8')) as { reportSequence: number };
-    const deadline = Date.now() + 20_000;
+    // The bound only ends a run that hangs.
+    const deadline = Date.now() + 120_000;
     let reports: Report[] = [];
     while (Date.now() < deadline) {
       reports = await h.reports().catch(() => []);
       // Caught up means the last delivery applied too: its report may be the last to come.
-      const applied = existsSync(join(h.root, 'srv/app/f')) && readFileSync(join(h.root, 'srv/app/f'), 'utf8') === '9\n';
+      const applied = fileHolds('9\n');
       if (applied && reports.length >= state().reportSequence && readdirSync(join(h.state, 'outbox')).length === 0) break;
       await wait(200);
     }

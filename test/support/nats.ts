@@ -8,6 +8,8 @@ import { join } from 'node:path';
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
+    // No port left (a benchmark's thousands of connections can use them all up): said, not thrown past the test.
+    server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
       server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
