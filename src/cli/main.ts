@@ -9,6 +9,12 @@ export type CommandTable = Record<string, () => Promise<Command>>;
 
 /** Parses, dispatches, and turns every ending into an exit status. Sets process.exitCode; never exits abruptly. */
 export async function runProgram(spec: ProgramSpec, commands: CommandTable, argv: readonly string[]): Promise<number> {
+  // Whoever read the output stopped (`meshctl reports | head`): end quietly, as a command killed by
+  // SIGPIPE does, instead of a stack trace on the terminal.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    process.exit(process.exitCode ?? 0);
+  });
   const code = await dispatch(spec, commands, argv);
   process.exitCode = code;
   return code;
