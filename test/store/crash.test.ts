@@ -95,12 +95,14 @@ describe('a store killed mid-save is the old one or the new one, never torn', ()
       // A failed save removes its own temporary file.
       expect(leftovers(dir)).toBe(0);
     }
-    // Node's own threads write too (eventfds, more of them on a loaded machine), so which write is the
-    // save's is not fixed: fail each of the first writes in turn until one hits the save; the store
-    // survives every one.
+    // The main thread writes a wake-up or two before the save's own write (eventfds; how many varies from
+    // run to run, more on a loaded machine), so which write is the save's is not fixed: fail the first,
+    // the second, … the twelfth write of a run, over and over, until one run's failed write is the save's;
+    // the store survives every one.
     let hitTheSave = 0;
     let before = base;
-    for (let when = 1; when <= 30 && hitTheSave === 0; when++) {
+    for (let attempt = 0; attempt < 60 && hitTheSave === 0; attempt++) {
+      const when = 1 + (attempt % 12);
       const run = strace(['-e', 'trace=write', '-e', `inject=write:error=ENOSPC:when=${when}`], dir);
       const now = readFileSync(join(dir, 'state.json'));
       if (run.status === 9 && /failed: ENOSPC/.test(run.stderr)) {
