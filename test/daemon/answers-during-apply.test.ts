@@ -16,7 +16,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the daemon answer
   const mesh = useMesh();
 
   it('status and inventory requests are answered and heartbeats go out during a long apply, as the daemon itself says it is applying', async () => {
-    const h = await mesh.enrol({ config: { heartbeatMs: 200 } });
+    const h = await mesh.enrol({ config: { heartbeatMs: 50 } });
     await h.waitForReports(1);
     const nc = await control([mesh.server.url]);
     try {
@@ -44,8 +44,11 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the daemon answer
       const during = heard.slice(first, last + 1);
       // One apply all along: nothing applied past the first declaration while the worker said it was applying.
       expect(during.every((e) => e.kind !== 'status' || (e.applying && e.applied === 1))).toBe(true);
-      expect(during.filter((e) => e.kind === 'status').length).toBeGreaterThanOrEqual(3);
-      expect(during.filter((e) => e.kind === 'inventory').length).toBeGreaterThanOrEqual(2);
+      // Counted, not timed: two answers that say applying bound a stretch of the apply, and inside it an
+      // inventory (probes run as processes) was answered and a heartbeat went out. How many fit in depends
+      // on the machine's speed, so no more is asked.
+      expect(during.filter((e) => e.kind === 'status').length).toBeGreaterThanOrEqual(2);
+      expect(during.filter((e) => e.kind === 'inventory').length).toBeGreaterThanOrEqual(1);
       expect(during.filter((e) => e.kind === 'heartbeat').length).toBeGreaterThanOrEqual(1);
       await h.waitForReport('of the apply', (r) => r.declaration?.sequence === 2 && r.outcome === 'converged', 120_000);
     } finally {
