@@ -53,7 +53,8 @@ function longestCommon(a: string[], b: string[]): number {
   return previous[b.length]!;
 }
 
-async function countedByPackage(before: string, after: string): Promise<{ added: number; removed: number }> {
+/** The figures of the `diff` package's line diff: a large change on both sides, and the reference the direct count is tested against. */
+export async function countedByPackage(before: string, after: string): Promise<{ added: number; removed: number }> {
   const { diffLines } = await import('diff');
   let added = 0;
   let removed = 0;
