@@ -4,5 +4,12 @@
  * different texts could decode to the same bytes; only the one canonical text is taken.
  */
 export function isCanonicalBase64(text: string): boolean {
-  return text.length % 4 === 0 && Buffer.from(text, 'base64').toString('base64') === text;
+  return decodeCanonicalBase64(text) !== undefined;
+}
+
+/** The bytes of canonical base64 text, decoded once (a megabyte's payload is not decoded twice), or undefined when it is not canonical. */
+export function decodeCanonicalBase64(text: string): Buffer | undefined {
+  if (text.length % 4 !== 0) return undefined;
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.toString('base64') === text ? bytes : undefined;
 }

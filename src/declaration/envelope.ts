@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { operatorKey, verifyEd25519 } from './nkey.js';
 import { lazy } from '../system/interop.js';
-import { isCanonicalBase64 } from './base64.js';
+import { decodeCanonicalBase64 } from './base64.js';
 
 /** nkeys is loaded only when a signature is made or checked: start-up without an envelope does not pay for it. */
 const nkeys = () => lazy(import('@nats-io/nkeys'));
@@ -46,10 +46,10 @@ export function openEnvelope(envelope: Envelope, pinnedKey?: string): Opened {
     return { ok: false, reason: `signed by key ${envelope.key}, but the pinned key is ${pinnedKey}` };
   }
   // Read strictly: a lenient decoder would let text other than what was signed verify.
-  if (!isCanonicalBase64(envelope.payload)) return { ok: false, reason: 'the payload is not base64 (canonical, padded)' };
-  if (!isCanonicalBase64(envelope.signature)) return { ok: false, reason: 'the signature is not base64 (canonical, padded)' };
-  const payload = Buffer.from(envelope.payload, 'base64');
-  const signature = Buffer.from(envelope.signature, 'base64');
+  const payload = decodeCanonicalBase64(envelope.payload);
+  if (payload === undefined) return { ok: false, reason: 'the payload is not base64 (canonical, padded)' };
+  const signature = decodeCanonicalBase64(envelope.signature);
+  if (signature === undefined) return { ok: false, reason: 'the signature is not base64 (canonical, padded)' };
   const key = operatorKey(envelope.key);
   if (typeof key === 'string') return { ok: false, reason: `the key ${key}` };
   const valid = verifyEd25519(key, payload, signature);

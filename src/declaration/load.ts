@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, openSync } from 'node:fs';
 import { readFully } from '../system/read.js';
 import { refused } from '../system/errors.js';
+import { yielder } from '../system/yielder.js';
 import type { Declaration } from './schema.js';
 import { digestOf, isEnvelope, openEnvelope } from './envelope.js';
 import { validateDeclaration, type Problem } from './validate.js';
@@ -48,7 +49,13 @@ export async function receiveDeclaration(bytes: Buffer, options: ReceiveOptions)
   if (bytes.length > MAX_DECLARATION_BYTES) {
     throw refused(`${options.source}: ${bytes.length} bytes is over the bound of ${MAX_DECLARATION_BYTES}; not parsed, nothing was touched`);
   }
+  // For a megabyte each step holds the event loop tens of milliseconds (more on a loaded machine), and
+  // a parse cannot be cut finer: the loop is let go between them once a slice has passed, and the
+  // validation yields as it goes, so a daemon keeps answering while a large delivery is checked. A small
+  // declaration never waits.
+  const pause = yielder();
   const outer = parseJson(bytes, options.source, 'the document');
+  await pause();
   let payload = bytes;
   let signedBy: string | undefined;
   if (isEnvelope(outer)) {
@@ -59,8 +66,10 @@ export async function receiveDeclaration(bytes: Buffer, options: ReceiveOptions)
   } else if (options.requireSignature) {
     throw refused(`${options.source}: not a signed envelope ({payload, key, signature}); nothing was touched`, [], 'forged');
   }
+  await pause();
   const value = signedBy === undefined ? outer : parseJson(payload, options.source, 'the signed payload');
-  const validated = await validateDeclaration(value, options.node === undefined ? {} : { node: options.node });
+  await pause();
+  const validated = await validateDeclaration(value, { ...(options.node === undefined ? {} : { node: options.node }), pause });
   if (!validated.ok) refuseProblems(options.source, validated.problems);
   return { declaration: validated.declaration, digest: digestOf(payload), bytes, ...(signedBy ? { signedBy } : {}) };
 }
