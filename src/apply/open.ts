@@ -10,7 +10,12 @@ import type { Logger } from '../system/log.js';
  * finished or undone here (its intents), before anything else is read.
  */
 export async function openStore(stateDir: string, log: Logger): Promise<Store> {
-  const store = Store.open(stateDir, log);
+  return settleOpened(Store.open(stateDir, log), log);
+}
+
+/** What follows every open under the lock, of a store read now or of one a daemon kept from its last run. */
+export async function settleOpened(store: Store, log: Logger): Promise<Store> {
+  const { stateDir } = store;
   await recoverIntents(store, log);
   const newest = Math.max(0, ...new Outbox(stateDir).pending());
   if (newest > store.state.reportSequence) {

@@ -28,6 +28,7 @@ import { savedStateReader } from './saved-state.js';
 import { applyPending, waitingReports } from './worker.js';
 import { startWatching } from './watching.js';
 import { watchStalls } from './stall-watch.js';
+import { letGo } from '../system/yielder.js';
 import { startDaemonMetrics } from '../metrics/daemon-metrics.js';
 import { peekState } from '../store/store.js';
 
@@ -201,6 +202,8 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
         }),
       ),
       applyWorker: fromPromise<WorkerOutput, Pending>(async ({ input }) => {
+        // Started inside the turn that checked and kept the delivery: the loop is let go before the apply's own work.
+        await letGo();
         const started = clock.monotonic();
         const output = await store
           .run('apply', async (s) => {

@@ -26,14 +26,21 @@ export interface OpenHost {
 
 /**
  * Takes the lock, opens the store (cleaning leftovers and counting the outbox under the lock) and runs
- * fn against it; the lock is released however fn ends.
+ * fn against it; the lock is released however fn ends. `open` is how the store is had once the lock is
+ * held (a daemon may use again the store of its own last run).
  */
-export async function withLockedStore<T>(stateDir: string, log: Logger, lock: { command: string; timeoutMs: number }, fn: (store: Store) => Promise<T>): Promise<T> {
+export async function withLockedStore<T>(
+  stateDir: string,
+  log: Logger,
+  lock: { command: string; timeoutMs: number },
+  fn: (store: Store) => Promise<T>,
+  open: () => Promise<Store> = () => openStore(stateDir, log),
+): Promise<T> {
   // The lock lives in the state directory: a machine never enrolled has none yet (a daemon given a bundle).
   ensureStateDir(stateDir);
   const held = await acquireLock(stateDir, lock);
   try {
-    return await fn(await openStore(stateDir, log));
+    return await fn(await open());
   } finally {
     held.release();
   }

@@ -168,6 +168,17 @@ export class Store {
     return this.quiesced;
   }
 
+  /**
+   * Nothing in memory differs from the last save (records, marks, the head but its times) and no intents
+   * wait, in this process or on disk: a daemon may use this store for its next run instead of parsing
+   * 10,000 records again, while the head on disk is still that save (which the daemon checks).
+   */
+  settled(): boolean {
+    const clean = !this.quiesced && !this.allDirty && this.dirty.size === 0 && this.marked.size === 0 && this.whenSaved.length === 0;
+    if (!clean || this.pendingIntents.length > 0 || this.intents.unsettled || this.savedHead === undefined) return false;
+    return steadyHead(this.working) === this.savedHead && this.intents.pending().length === 0;
+  }
+
   /** Atomic and durable; says loudly each record the last save held that this one drops unmarked. */
   save(): void {
     const plan = this.prepareSave();
