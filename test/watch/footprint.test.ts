@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { watchFootprint } from '../../src/watch/footprint.js';
+import { realPaths, watchFootprint } from '../../src/watch/footprint.js';
 import type { Finding } from '../../src/watch/finding.js';
 import { silentLogger } from '../../src/system/log.js';
 import { scratch } from '../support/tree.js';
@@ -92,5 +92,13 @@ describe('the footprint watcher (inotify through fs.watch)', () => {
     writeFileSync(join(w.root, 'etc/app/f0.conf'), 'after close\n');
     await w.until('the open watcher hearing the edit', () => marker.length > 0);
     expect(w.batches.length).toBe(before);
+  });
+});
+
+describe('where a declared path is on disk', () => {
+  it('is what path.join gives, for every root and path, normal or not', () => {
+    const roots = ['/', '/tmp/r', '/tmp/r/', '//tmp//r', '/tmp/./r/..', 'tmp/r', '.'];
+    const targets = ['/a', '/a/b', '/srv/a/0/17', '/a//b', '/a/../b', '/a/', '/', '/a/./b', '/a/b/..', 'rel/x'];
+    for (const root of roots) for (const target of targets) expect(realPaths(root)(target), `${root} + ${target}`).toBe(join(root, target));
   });
 });
