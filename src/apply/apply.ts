@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Received } from '../declaration/load.js';
 import type { Mode } from '../declaration/schema.js';
 import type { Accounts } from '../resources/accounts.js';
-import { applyPlan, planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
+import { applyPlan, footprintOf, planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
 import { RootedFs } from '../resources/rooted-fs.js';
 import { WriteBatch } from '../resources/write-batch.js';
 import type { ConvergeContext, StepResult } from '../resources/types.js';
@@ -95,7 +95,8 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
   const refusal = gate(declaration, digest, { lastApplied: store.state.lastApplied, recordedMode: store.state.mode, mayChangeMode: request.mayChangeMode, handlers: env.handlers });
   if (refusal) return refusedBy(refusal);
 
-  const needsServices = declaration.resources.some((r) => r.type === 'service') || recordsService(store, request.origin);
+  const footprint = footprintOf(store, request.origin);
+  const needsServices = footprint.services || declaration.resources.some((r) => r.type === 'service');
   let services: ConvergeContext['services'];
   if (needsServices) {
     const choice = await env.serviceManager?.();
@@ -123,8 +124,8 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       archives: { stateDir: env.stateDir, limits: { ...DEFAULT_ARCHIVE_LIMITS, ...env.archiveLimits }, ...(env.archiveObjects ? { objects: env.archiveObjects } : {}) },
       ...(services ? { services } : {}),
     };
-    const planned = await planDeclaration(declaration, ctx, env.handlers);
-    const plan: Plan = { steps: planSteps(planned), ...(request.diff ? { diffs: await planDiffs(planned, fs) } : {}) };
+    const planned = await planDeclaration(declaration, ctx, env.handlers, footprint);
+    const plan = withLazySteps<Plan>({ steps: [], ...(request.diff ? { diffs: await planDiffs(planned, fs) } : {}) }, () => planSteps(planned));
     request.onPlan?.(plan);
     if (planned.problems.length > 0) {
       return {
@@ -146,10 +147,10 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     const firewall = await retireFoundFirewallAfterApply(env, declaration.mode, !outcome.error);
     said.push(...(firewall?.said ?? []));
     const error: Report['error'] = outcome.error ?? (firewall?.failure ? { message: firewall.failure } : undefined);
-    const heldSteps = outcome.steps.filter((s) => s.status === 'held');
+    const heldSteps = outcome.changed.filter((s) => s.status === 'held');
     const finishedAt = env.clock.now().toISOString();
     const facts = await env.facts?.();
-    const report: Report = {
+    const report = withLazySteps<Report>({
       node: env.node,
       sequence: 0,
       trigger: request.trigger,
@@ -157,8 +158,8 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       mode: declaration.mode,
       outcome: error ? 'failed' : 'converged',
       ...(error ? { error } : {}),
-      steps: outcome.steps,
-      said: [...said, ...saidOf(outcome.steps)],
+      steps: [],
+      said: [...said, ...saidOf(outcome.changed)],
       facts: {
         held: heldSteps.map((s) => ({ id: s.resource, target: s.target, reason: s.detail ?? 'held' })),
         links: facts?.links ?? [],
@@ -167,8 +168,9 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       },
       startedAt,
       finishedAt,
-    };
-    const speaks = shouldSpeak(report, store.state.lastFingerprint) || (request.found?.length ?? 0) > 0;
+    }, outcome.steps);
+    // Whether to speak depends on what changed, never on the unchanged: their steps are not made for it.
+    const speaks = shouldSpeak({ trigger: report.trigger, outcome: report.outcome, steps: outcome.changed, facts: report.facts }, store.state.lastFingerprint) || (request.found?.length ?? 0) > 0;
     store.updateHead((state) => {
       state.mode = declaration.mode;
       state.held = report.facts.held;
@@ -212,7 +214,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       report.outcome = 'failed';
       report.error = { message: failures.join('; ') };
     }
-    sayApplyDetail(env.log, report);
+    sayApplyDetail(env.log, report, outcome);
     return { kind: speaks ? 'applied' : 'silent', plan, report };
   } finally {
     fs.close();
@@ -234,10 +236,25 @@ function firewallFactsOfRefusal(env: HostEnv, notRead = 'not read: the declarati
   return { filters: filtersNotRead(notRead), foundFirewall: { tools: [], notRead } };
 }
 
-function recordsService(store: Store, origin: Origin): boolean {
-  const records = store.state.records;
-  for (const id in records) if (records[id]!.type === 'service' && records[id]!.origin === origin) return true;
-  return false;
+/**
+ * A list of every step (in place of the placeholder), made when first read and kept from then on as a plain field: a no-op over
+ * 10,000 files that nobody reads the steps of (a silent reconcile, the daemon) makes none of them,
+ * and a reader (the local report, JSON output) sees an ordinary array.
+ */
+function withLazySteps<T extends { steps: unknown[] }>(value: T, make: () => T['steps']): T {
+  const settle = (on: object, steps: T['steps']) => Object.defineProperty(on, 'steps', { value: steps, writable: true, enumerable: true, configurable: true });
+  return Object.defineProperty(value, 'steps', {
+    get(this: object) {
+      const steps = make();
+      settle(this, steps);
+      return steps;
+    },
+    set(this: object, steps: T['steps']) {
+      settle(this, steps);
+    },
+    enumerable: true,
+    configurable: true,
+  }) as T;
 }
 
 function saidOf(steps: StepResult[]): string[] {

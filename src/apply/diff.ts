@@ -13,11 +13,11 @@ const isText = (b: Buffer) => b.length < MAX_DIFF_BYTES && !b.includes(0);
  */
 export async function planDiffs(planned: Planned, fs: RootedFs): Promise<FileDiff[]> {
   const diffs: FileDiff[] = [];
-  for (const item of planned.items) {
-    if (item.kind !== 'resource' || item.resource.type !== 'file') continue;
-    const { step } = item.checked;
+  for (let i = 0; i < planned.resources.length; i++) {
+    const resource = planned.resources[i]!;
+    const step = planned.checks[i]!.step;
+    if (resource.type !== 'file' || step === undefined) continue;
     if (!step.actions.some((a) => a === 'create' || a.startsWith('content'))) continue;
-    const resource = item.resource;
     const entry = { resource: resource.id, target: resource.path };
     if (resource.sensitive) {
       diffs.push({ ...entry, diff: `${resource.path}: sensitive; the content is not shown` });

@@ -1,5 +1,6 @@
 import type { Logger } from '../system/log.js';
 import type { Report } from '../report/report.js';
+import type { StepResult } from '../resources/types.js';
 
 /**
  * Steps said one line each, at most: a first apply of 10,000 files would write 10,000 lines, each a
@@ -12,11 +13,12 @@ export const STEP_LINES = 100;
  * The apply's detail (what it wrote, held, retired, left) reaches the log on every path through
  * this one helper: the one-shot commands and the daemon alike. Silence is never a default.
  */
-export function sayApplyDetail(log: Logger, report: Report): void {
+export function sayApplyDetail(log: Logger, report: Report, steps: { changed: StepResult[]; unchanged: number }): void {
   const counts: Record<string, number> = {};
+  if (steps.unchanged > 0) counts.unchanged = steps.unchanged;
   let said = 0;
   const unsaid: Record<string, number> = {};
-  for (const step of report.steps) {
+  for (const step of steps.changed) {
     counts[step.status] = (counts[step.status] ?? 0) + 1;
     if (step.status === 'unchanged') continue;
     // Failures and holds are always said: they are what an operator looks for.

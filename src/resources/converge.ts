@@ -2,7 +2,7 @@ import type { Declaration, Resource } from '../declaration/schema.js';
 import type { ResourceRecord } from '../store/state.js';
 import { directoryHandler } from './directory.js';
 import { fileHandler } from './file.js';
-import type { Checked, ConvergeContext, ResourceHandler, Step, StepResult } from './types.js';
+import { NO_ACTIONS, stepOf, type Checked, type ConvergeContext, type ResourceHandler, type Step, type StepResult } from './types.js';
 import { yielder } from './yielder.js';
 
 /** The handlers by resource type (directory and file here; the host adds services and archives). */
@@ -10,13 +10,15 @@ export type HandlerTable = Partial<{ [T in Resource['type']]: ResourceHandler<Ex
 
 export const BASE_HANDLERS: HandlerTable = { directory: directoryHandler, file: fileHandler };
 
-/** One planned step and how to carry it out: a removal of a record, or a declared resource. */
-export type PlanItem =
-  | { kind: 'remove'; record: ResourceRecord; checked: Checked }
-  | { kind: 'resource'; resource: Resource; checked: Checked };
-
+/**
+ * The check of every step, in the order they are applied: the removals of records first, then the
+ * declaration's resources, each with its check at the same index. An unchanged resource's check is
+ * the shared UNCHANGED: a no-op plan of 10,000 files holds no object per file.
+ */
 export interface Plan {
-  items: PlanItem[];
+  removals: Array<{ record: ResourceRecord; checked: Checked }>;
+  resources: Resource[];
+  checks: Checked[];
   /** Steps that cannot be applied as the machine stands: the whole apply is refused. */
   problems: Array<{ resource: string; target: string; message: string }>;
 }
@@ -32,13 +34,40 @@ export function targetOf(resource: Resource): string {
   return resource.type === 'service' ? resource.unit : resource.path;
 }
 
+/** What the store holds of one origin: how many records, and whether any is a service's. */
+export interface Footprint {
+  records: number;
+  services: boolean;
+}
+
+/** One pass over the records (10,000 of them on a big host; a plain loop: it runs every apply). */
+export function footprintOf(store: ConvergeContext['store'], origin: ConvergeContext['origin']): Footprint {
+  const records = store.state.records;
+  let count = 0;
+  let services = false;
+  for (const id in records) {
+    const record = records[id]!;
+    if (record.origin !== origin) continue;
+    count += 1;
+    if (record.type === 'service') services = true;
+  }
+  return { records: count, services };
+}
+
 /** Records this declaration lets go of: of its own origin, and no longer declared as they are. */
-export function recordsToRemove(declaration: Declaration, ctx: Pick<ConvergeContext, 'store' | 'origin'>): ResourceRecord[] {
+export function recordsToRemove(declaration: Declaration, ctx: Pick<ConvergeContext, 'store' | 'origin'>, footprint = footprintOf(ctx.store, ctx.origin)): ResourceRecord[] {
+  const records = ctx.store.state.records;
+  // Most applies let go of nothing: when as many records of this origin are still declared as they
+  // are as the origin holds (ids are unique), none leaves, and no map of the declaration is made.
+  let kept = 0;
+  for (const r of declaration.resources) {
+    const record = records[r.id];
+    if (record !== undefined && record.origin === ctx.origin && record.type === r.type && record.target === targetOf(r)) kept += 1;
+  }
+  if (kept === footprint.records) return [];
   const declared = new Map<string, Resource>();
   for (const r of declaration.resources) declared.set(r.id, r);
   const leaving: ResourceRecord[] = [];
-  const records = ctx.store.state.records;
-  // A plain loop: this runs over every record of every apply, 10,000 of them on a big host.
   for (const id in records) {
     const record = records[id]!;
     if (record.origin !== ctx.origin) continue;
@@ -51,27 +80,42 @@ export function recordsToRemove(declaration: Declaration, ctx: Pick<ConvergeCont
 }
 
 /** The check alone, over removals first and then the declaration's order. Touches nothing. */
-export async function planDeclaration(declaration: Declaration, ctx: ConvergeContext, handlers: HandlerTable): Promise<Plan> {
-  const items: PlanItem[] = [];
-  const removals = recordsToRemove(declaration, ctx);
-  for (const record of removals) ctx.removing.add(record.target);
-  await prepareHandlers(declaration.resources, removals, ctx, handlers);
+export async function planDeclaration(declaration: Declaration, ctx: ConvergeContext, handlers: HandlerTable, footprint?: Footprint): Promise<Plan> {
+  const leaving = recordsToRemove(declaration, ctx, footprint);
+  for (const record of leaving) ctx.removing.add(record.target);
+  await prepareHandlers(declaration.resources, leaving, ctx, handlers);
   // The check of a large declaration is long synchronous work (lstat, compare): it yields between
   // resources every few milliseconds, so the daemon keeps answering.
   const pause = yielder();
-  for (const record of removals) {
-    items.push({ kind: 'remove', record, checked: await handlerFor(handlers, record.type).remove(record, ctx, false) });
+  const removals: Plan['removals'] = [];
+  const problems: Plan['problems'] = [];
+  for (const record of leaving) {
+    const answer = handlerFor(handlers, record.type).remove(record, ctx, false);
+    const checked = answer instanceof Promise ? await answer : answer;
+    removals.push({ record, checked });
+    if (checked.problem !== undefined) problems.push(problemOf(checked, stepOfRecord(record, checked)));
     await pause();
   }
-  for (const resource of declaration.resources) {
-    items.push({ kind: 'resource', resource, checked: await handlerFor(handlers, resource.type).converge(resource, ctx, false) });
+  const resources = declaration.resources;
+  const checks = new Array<Checked>(resources.length);
+  for (let i = 0; i < resources.length; i++) {
+    const resource = resources[i]!;
+    const answer = handlerFor(handlers, resource.type).converge(resource, ctx, false);
+    const checked = answer instanceof Promise ? await answer : answer;
+    checks[i] = checked;
+    if (checked.problem !== undefined) problems.push(problemOf(checked, stepOfResource(resource, checked)));
     await pause();
   }
-  const problems = items
-    .filter((item) => item.checked.problem !== undefined)
-    .map((item) => ({ resource: item.checked.step.resource, target: item.checked.step.target, message: item.checked.problem! }));
-  return { items, problems };
+  return { removals, resources, checks, problems };
 }
+
+const problemOf = (checked: Checked, step: Step) => ({ resource: step.resource, target: step.target, message: checked.problem! });
+
+/** A removal's step as its check said it. */
+const stepOfRecord = (record: ResourceRecord, checked: Checked): Step => checked.step ?? stepOf(record, record.target, NO_ACTIONS);
+
+/** A resource's step as its check said it; made here, with no actions, for one found as declared. */
+const stepOfResource = (resource: Resource, checked: Checked): Step => checked.step ?? stepOf(resource, targetOf(resource), NO_ACTIONS);
 
 /** Each handler reads what it needs once, for all its resources (services: one batched unit query). */
 async function prepareHandlers(resources: Resource[], removals: ResourceRecord[], ctx: ConvergeContext, handlers: HandlerTable): Promise<void> {
@@ -83,15 +127,24 @@ async function prepareHandlers(resources: Resource[], removals: ResourceRecord[]
   }
 }
 
+/** Every step of the plan, in order (made when asked for: the unchanged ones are made from their resources then). */
 export function planSteps(plan: Plan): Step[] {
-  return plan.items.map((item) => item.checked.step);
+  const steps: Step[] = [];
+  for (const { record, checked } of plan.removals) steps.push(stepOfRecord(record, checked));
+  for (let i = 0; i < plan.resources.length; i++) steps.push(stepOfResource(plan.resources[i]!, plan.checks[i]!));
+  return steps;
 }
 
 const statusOf = (checked: Checked): StepResult['status'] =>
   checked.verb === 'none' ? 'unchanged' : checked.verb === 'hold' ? 'held' : 'done';
 
 export interface ApplyOutcome {
-  steps: StepResult[];
+  /** The steps that did, failed, held, skipped or said something, in the plan's order. */
+  changed: StepResult[];
+  /** The steps found as declared and left so. */
+  unchanged: number;
+  /** Every step in the plan's order, the unchanged made from the plan when this is called. */
+  steps(): StepResult[];
   error?: { resource: string; message: string };
 }
 
@@ -102,57 +155,82 @@ export interface ApplyOutcome {
  * through it, after the removals (a path removed is gone before anything is made there) and at the
  * end. A failure stops the apply: the batch staged so far is committed, every later step is reported
  * skipped, by name. A write that fails at commit fails its own step.
+ *
+ * A step left unchanged gets no result object: its result is made from the plan only when every step
+ * is asked for (the full report), so a no-op over 10,000 files makes none.
  */
 export async function applyPlan(plan: Plan, ctx: ConvergeContext, handlers: HandlerTable): Promise<ApplyOutcome> {
-  const steps: StepResult[] = [];
-  const stepOfResource = new Map<string, StepResult>();
+  const removed = plan.removals.length;
+  const total = removed + plan.resources.length;
+  /** Results by the step's index (removals first); a hole is a step left unchanged without a word. */
+  const results = new Array<StepResult | undefined>(total);
+  const resultOf = new Map<string, StepResult>();
+  const indexOfResource = (id: string) => {
+    for (let i = 0; i < total; i++) if (stepAt(i).resource === id) return i;
+    return -1;
+  };
+  const stepAt = (i: number): Step => (i < removed ? stepOfRecord(plan.removals[i]!.record, plan.removals[i]!.checked) : stepOfResourceAt(i - removed));
+  const stepOfResourceAt = (i: number): Step => stepOfResource(plan.resources[i]!, plan.checks[i]!);
+  const checkedAt = (i: number): Checked => (i < removed ? plan.removals[i]!.checked : plan.checks[i - removed]!);
+  const resultAt = (i: number): StepResult => (results[i] ??= { ...stepAt(i), status: 'unchanged' });
   let error: ApplyOutcome['error'];
+  let unchanged = 0;
   let changed = false;
+  const planGeneration = ctx.fs.generation;
   const pause = yielder();
   const commit = async () => {
     if (ctx.writes.empty) return;
     const { failed, amended } = await ctx.writes.commit();
     for (const [resource, amendment] of amended) {
-      const step = stepOfResource.get(resource);
+      const step = resultOf.get(resource);
       if (step) Object.assign(step, amendment.actions ? { actions: amendment.actions } : {}, amendment.detail ? { detail: amendment.detail } : {});
     }
     for (const { resource, error: err } of failed) {
-      const step = stepOfResource.get(resource);
+      const step = resultOf.get(resource);
       if (step) Object.assign(step, { status: 'failed', detail: err.message });
       error ??= { resource, message: err.message };
     }
   };
-  for (const [index, item] of plan.items.entries()) {
-    const planned = item.checked;
-    if (index > 0 && item.kind === 'resource' && plan.items[index - 1]!.kind === 'remove') await commit();
+  for (let index = 0; index < total; index++) {
+    const planned = checkedAt(index);
+    const handler = handlerFor(handlers, index < removed ? plan.removals[index]!.record.type : plan.resources[index - removed]!.type);
+    if (index > 0 && index === removed) await commit();
     if (error) {
-      steps.push({ ...planned.step, status: 'skipped', detail: `skipped: ${error.resource} failed before it` });
+      results[index] = { ...stepAt(index), status: 'skipped', detail: `skipped: ${error.resource} failed before it` };
       continue;
     }
-    if (!changed && (planned.verb === 'none' || planned.verb === 'hold')) {
+    // Left as the plan found it: nothing has changed since, or nothing it depends on (a batched
+    // handler's look stands until a batch commits).
+    if ((planned.verb === 'none' || planned.verb === 'hold') && (!changed || (handler.batched === true && ctx.fs.generation === planGeneration))) {
       if (planned.remember) ctx.store.record(planned.remember);
-      steps.push({ ...planned.step, status: statusOf(planned), ...(planned.detail ? { detail: planned.detail } : {}) });
+      if (planned.verb === 'none' && planned.detail === undefined) unchanged += 1;
+      else results[index] = { ...stepAt(index), status: statusOf(planned), ...(planned.detail ? { detail: planned.detail } : {}) };
       await pause();
       continue;
     }
     try {
-      const handler = handlerFor(handlers, item.kind === 'remove' ? item.record.type : item.resource.type);
       if (!handler.batched) await commit();
       if (error) {
-        steps.push({ ...planned.step, status: 'skipped', detail: `skipped: ${(error as { resource: string }).resource} failed before it` });
+        results[index] = { ...stepAt(index), status: 'skipped', detail: `skipped: ${(error as { resource: string }).resource} failed before it` };
         continue;
       }
-      const done = item.kind === 'remove' ? await handler.remove(item.record, ctx, true) : await handler.converge(item.resource, ctx, true, planned);
+      const answer = index < removed ? handler.remove(plan.removals[index]!.record, ctx, true) : handler.converge(plan.resources[index - removed]!, ctx, true, planned);
+      const done = answer instanceof Promise ? await answer : answer;
       if (done.problem !== undefined) throw new Error(done.problem);
       if (done.remember) ctx.store.record(done.remember);
-      const step: StepResult = { ...done.step, status: statusOf(done), ...(done.detail ? { detail: done.detail } : {}) };
-      steps.push(step);
-      stepOfResource.set(step.resource, step);
+      if (done.verb === 'none' && done.detail === undefined && done.step === undefined) {
+        unchanged += 1;
+      } else {
+        const step: StepResult = { ...(done.step ?? stepAt(index)), status: statusOf(done), ...(done.detail ? { detail: done.detail } : {}) };
+        if (step.status === 'unchanged' && step.detail === undefined) unchanged += 1;
+        else results[index] = step;
+        resultOf.set(step.resource, step);
+      }
       if (done.verb !== 'none' && done.verb !== 'hold') changed = true;
     } catch (err) {
       const message = (err as Error).message;
-      error = { resource: planned.step.resource, message };
-      steps.push({ ...planned.step, status: 'failed', detail: message });
+      error = { resource: stepAt(index).resource, message };
+      results[index] = { ...stepAt(index), status: 'failed', detail: message };
       await commit();
     }
     if (ctx.writes.full) await commit();
@@ -163,10 +241,24 @@ export async function applyPlan(plan: Plan, ctx: ConvergeContext, handlers: Hand
   // the units acted on before it are on the machine either way, and the report must say how they are.
   for (const handler of new Set(Object.values(handlers))) {
     for (const failure of (await handler?.verify?.(ctx)) ?? []) {
-      const step = steps.find((s) => s.resource === failure.resource);
-      if (step) Object.assign(step, { status: 'failed', detail: failure.message });
+      const index = indexOfResource(failure.resource);
+      if (index >= 0) {
+        if (results[index] === undefined) unchanged -= 1;
+        Object.assign(resultAt(index), { status: 'failed', detail: failure.message });
+      }
       error ??= { resource: failure.resource, message: failure.message };
     }
   }
-  return error ? { steps, error } : { steps };
+  const changedSteps: StepResult[] = [];
+  for (const result of results) if (result !== undefined) changedSteps.push(result);
+  const outcome: ApplyOutcome = {
+    changed: changedSteps,
+    unchanged,
+    steps: () => {
+      const all: StepResult[] = new Array(total);
+      for (let i = 0; i < total; i++) all[i] = resultAt(i);
+      return all;
+    },
+  };
+  return error ? { ...outcome, error } : outcome;
 }

@@ -1,24 +1,28 @@
 import type { Stats } from 'node:fs';
 import type { DirectoryResource } from '../declaration/schema.js';
-import { foundVerdict, HELD_REASON, metaDrift, observe, ownRecord } from './ownership.js';
+import { foundVerdict, HELD_REASON, lookOf, metaDrift, metaMatches, observe, ownRecord } from './ownership.js';
 import { PathRefused } from './rooted-fs.js';
-import { stepOf, type Checked, type ResourceHandler } from './types.js';
+import { stepOf, UNCHANGED, type Checked, type ResourceHandler } from './types.js';
 
 export const directoryHandler: ResourceHandler<DirectoryResource> = {
   batched: true,
-  async converge(resource, ctx, apply): Promise<Checked> {
+  /** Synchronous: a directory's check is one lstat and a few comparisons. */
+  converge(resource, ctx, apply, planned): Checked {
     const path = resource.path;
     const step = (actions: string[]) => stepOf(resource, path, actions);
-    const seen = observe(resource, ctx, apply);
+    const seen = observe(resource, ctx, apply, planned);
     if ('problem' in seen) return { step: step([]), verb: 'none', problem: seen.problem };
     const { want, st } = seen;
+    // The no-op path: ours, as asked.
+    if (st !== undefined && st.isDirectory() && metaMatches(st, want) && ownRecord(ctx, resource.id, 'directory', path)) return UNCHANGED;
+    const look = lookOf(ctx, st);
     if (st === undefined) {
       if (apply) {
         const change = ctx.writes.change(resource.id);
         change.makeDirectory(path, want);
         change.whenDurable(() => ctx.store.record({ id: resource.id, type: 'directory', target: path, origin: ctx.origin, created: true, appliedAt: ctx.now() }));
       }
-      return { step: step(['create']), verb: 'create' };
+      return { step: step(['create']), verb: 'create', look };
     }
     if (st.isSymbolicLink()) return { step: step([]), verb: 'none', problem: `${path} is a symbolic link (to ${ctx.fs.readlink(path)}), not followed` };
     if (!st.isDirectory()) return { step: step([]), verb: 'none', problem: `${path} exists and is not a directory` };
@@ -33,7 +37,7 @@ export const directoryHandler: ResourceHandler<DirectoryResource> = {
         if (drift.length > 0) change.setMeta(path, want, 'directory', { original: { mode: original.mode, uid: original.uid, gid: original.gid } });
         change.whenDurable(() => ctx.store.record({ id: resource.id, type: 'directory', target: path, origin: ctx.origin, created: false, original, appliedAt: ctx.now() }));
       }
-      return { step: step(['take', ...drift]), verb: 'take', detail: 'found here; taken over, its mode and owner kept' };
+      return { step: step(['take', ...drift]), verb: 'take', detail: 'found here; taken over, its mode and owner kept', look };
     }
     if (drift.length === 0) return { step: step([]), verb: 'none' };
     if (apply) {
@@ -41,7 +45,7 @@ export const directoryHandler: ResourceHandler<DirectoryResource> = {
       change.setMeta(path, want, 'directory');
       change.whenDurable(() => ctx.store.record({ ...record, origin: ctx.origin, appliedAt: ctx.now() }));
     }
-    return { step: step(drift), verb: 'update' };
+    return { step: step(drift), verb: 'update', look };
   },
 
   async remove(record, ctx, apply): Promise<Checked> {

@@ -5,10 +5,10 @@ import type { Stats } from 'node:fs';
 import type { FileResource } from '../declaration/schema.js';
 import type { ResourceRecord, SeenFile } from '../store/state.js';
 import { writeDurablyAsync } from '../store/durable.js';
-import { foundVerdict, HELD_REASON, metaDrift, observe, ownRecord, type Wanted } from './ownership.js';
+import { foundVerdict, HELD_REASON, lookAt, lookOf, metaDrift, metaMatches, ownRecord, wantedMeta, type Wanted } from './ownership.js';
 import { lineChanges } from './line-changes.js';
 import { PathRefused } from './rooted-fs.js';
-import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+import { stepOf, UNCHANGED, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
 import type { TakenOriginal } from './write-batch.js';
 
 /** What the plan and the report say of a sensitive file's content change. */
@@ -25,9 +25,9 @@ function seenOf(st: Stats, digest: string): SeenFile {
   return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, digest };
 }
 
-/** The file is as the host last saw it whole, and the declaration asks for the same content. */
-function unchangedSince(seen: SeenFile | undefined, st: Stats, digest: string): boolean {
-  return seen !== undefined && seen.digest === digest && seen.ino === st.ino && seen.size === st.size && seen.mtimeMs === st.mtimeMs && seen.ctimeMs === st.ctimeMs;
+/** The file is as the host last saw it whole, and the declaration asks for the same content (hashed last: it costs most). */
+function unchangedSince(seen: SeenFile | undefined, st: Stats, resource: FileResource): boolean {
+  return seen !== undefined && seen.ino === st.ino && seen.size === st.size && seen.mtimeMs === st.mtimeMs && seen.ctimeMs === st.ctimeMs && seen.digest === declaredDigest(resource);
 }
 
 /** "content (+3 −1 lines)" for text, a byte count otherwise; the diff is loaded only when content differs. */
@@ -56,84 +56,30 @@ interface DriftMemo {
 }
 
 /** Everything lstat says that a change of the file (content, mode, owner, links) would move. */
-const lookOf = (st: Stats) => `${st.ino}:${st.dev}:${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.mode}:${st.uid}:${st.gid}:${st.nlink}`;
+const fingerprintOf = (st: Stats) => `${st.ino}:${st.dev}:${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.mode}:${st.uid}:${st.gid}:${st.nlink}`;
 
 export const fileHandler: ResourceHandler<FileResource> = {
   batched: true,
-  async converge(resource, ctx, apply, planned): Promise<Checked> {
-    const path = resource.path;
-    const step = (actions: string[]) => stepOf(resource, path, actions);
-    const seen = observe(resource, ctx, apply);
-    if ('problem' in seen) return { step: step([]), verb: 'none', problem: seen.problem };
-    const { want, st } = seen;
-    let bytes: Buffer | undefined;
-    const content = () => (bytes ??= contentOf(resource));
-    const record = ownRecord(ctx, resource.id, 'file', path);
-    const digest = declaredDigest(resource);
-    /** Stages the write; the record is made once the file is durably there, with how it looks then. */
-    const write = (w: Wanted, creates: boolean, record: (seen: SeenFile) => ResourceRecord, original?: TakenOriginal) => {
-      const change = ctx.writes.change(resource.id);
-      change.writeFile(path, content(), w, { creates, ...(original ? { original } : {}) });
-      change.whenDurable((done) => ctx.store.record(record(seenOf(done.statOf(path)!, digest))));
-      ctx.changedFiles.add(resource.id);
-      ctx.changedPaths.add(path);
-    };
-
-    if (st === undefined) {
-      if (apply) write(want, true, (seen) => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: true, seen, appliedAt: ctx.now() }));
-      return { step: step(['create']), verb: 'create' };
+  /**
+   * Synchronous for the no-op path (a file of ours, unchanged since the host last saw it whole, its mode
+   * and owner as asked: one lstat, a few comparisons, a digest of the declared text, nothing made);
+   * everything else is the same function's asynchronous rest.
+   */
+  converge(resource, ctx, apply, planned): Checked | Promise<Checked> {
+    const want = wantedMeta(resource, ctx.accounts);
+    if (typeof want === 'string') return { step: stepOf(resource, resource.path, []), verb: 'none', problem: want };
+    let st: Stats | undefined;
+    try {
+      st = lookAt(resource.path, ctx, apply, planned);
+    } catch (err) {
+      if (err instanceof PathRefused) return { step: stepOf(resource, resource.path, []), verb: 'none', problem: err.message };
+      throw err;
     }
-    const found = st;
-    /**
-     * Brings a found file to what is declared: only its mode and owner when the content is already right
-     * (a chmod and an fsync, not a whole new file), else the content written whole.
-     */
-    const mend = (drift: Drift, record: (seen: SeenFile) => ResourceRecord, original?: TakenOriginal) => {
-      if (drift.content || !found.isFile() || found.nlink > 1) return write(want, false, record, original);
-      const change = ctx.writes.change(resource.id);
-      change.setMeta(path, want, 'file', original ? { original } : undefined);
-      change.whenDurable((done) => ctx.store.record(record(seenOf(done.statOf(path)!, digest))));
-      // A service that restarts on this file restarts on its mode and owner too, as when it was written whole.
-      ctx.changedFiles.add(resource.id);
-    };
-    /** The drift the plan found, when the file looks as it did then; read and compared otherwise. */
-    const driftOf = async (): Promise<Drift> => {
-      const memo = planned?.memo as DriftMemo | undefined;
-      if (apply && memo && memo.look === lookOf(found) && memo.digest === digest) return memo.drift;
-      return drifted(resource, ctx, found, content(), want);
-    };
-    const memo = (drift: Drift): DriftMemo => ({ look: lookOf(found), digest, drift });
-    if (st.isSymbolicLink() && !record) {
-      return { step: step([]), verb: 'none', problem: `${path} is a symbolic link (to ${ctx.fs.readlink(path)}), not followed` };
+    if (st !== undefined && st.isFile() && st.nlink === 1 && metaMatches(st, want)) {
+      const record = ownRecord(ctx, resource.id, 'file', resource.path);
+      if (record !== undefined && unchangedSince(record.seen, st, resource)) return UNCHANGED;
     }
-    if (!st.isFile() && !st.isSymbolicLink()) {
-      return { step: step([]), verb: 'none', problem: `${path} is not a regular file` };
-    }
-
-    if (!record) {
-      const verdict = foundVerdict(resource, ctx);
-      if (verdict === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
-      const drift = await driftOf();
-      if (apply) {
-        const original = await keepOriginal(ctx, resource, st);
-        const taken = (seen: SeenFile): ResourceRecord => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: false, original, seen, appliedAt: ctx.now() });
-        if (drift.actions.length > 0) mend(drift, taken, { mode: original!.mode, uid: original!.uid, gid: original!.gid, copy: join(ctx.takenDir, original!.copy!) });
-        else ctx.store.record(taken(seenOf(st, digest)));
-      }
-      return { step: step(['take', ...drift.actions]), verb: 'take', detail: 'found here; taken over, the original kept', memo: memo(drift) };
-    }
-
-    // Ours: maintained, not set once; drift is returned. Unchanged since last seen whole: not read.
-    if (st.isFile() && unchangedSince(record.seen, st, digest) && metaDrift(st, want, ctx.accounts).length === 0 && st.nlink === 1) {
-      return { step: step([]), verb: 'none' };
-    }
-    const drift: Drift = st.isSymbolicLink() ? { actions: ['symbolic link replaced by the file'], content: true } : await driftOf();
-    if (drift.actions.length === 0) {
-      // Read whole and found as declared (touched, or not seen yet): the apply remembers how it looks now.
-      return { step: step([]), verb: 'none', remember: { ...record, seen: seenOf(st, digest) } };
-    }
-    if (apply) mend(drift, (seen) => ({ ...record, origin: ctx.origin, seen, appliedAt: ctx.now() }));
-    return { step: step(drift.actions), verb: 'update', memo: memo(drift) };
+    return convergeFound(resource, ctx, apply, planned, want, st);
   },
 
   async remove(record, ctx, apply): Promise<Checked> {
@@ -175,6 +121,78 @@ export const fileHandler: ResourceHandler<FileResource> = {
     return { step, verb: 'remove' };
   },
 };
+
+/** The check and apply of a file that is not simply as declared: missing, found, drifted, or not seen whole yet. */
+async function convergeFound(resource: FileResource, ctx: ConvergeContext, apply: boolean, planned: Checked | undefined, want: Wanted, st: Stats | undefined): Promise<Checked> {
+  const path = resource.path;
+  const step = (actions: string[]) => stepOf(resource, path, actions);
+  const look = lookOf(ctx, st);
+  let bytes: Buffer | undefined;
+  const content = () => (bytes ??= contentOf(resource));
+  const record = ownRecord(ctx, resource.id, 'file', path);
+  const digest = declaredDigest(resource);
+  /** Stages the write; the record is made once the file is durably there, with how it looks then. */
+  const write = (w: Wanted, creates: boolean, record: (seen: SeenFile) => ResourceRecord, original?: TakenOriginal) => {
+    const change = ctx.writes.change(resource.id);
+    change.writeFile(path, content(), w, { creates, ...(original ? { original } : {}) });
+    change.whenDurable((done) => ctx.store.record(record(seenOf(done.statOf(path)!, digest))));
+    ctx.changedFiles.add(resource.id);
+    ctx.changedPaths.add(path);
+  };
+
+  if (st === undefined) {
+    if (apply) write(want, true, (seen) => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: true, seen, appliedAt: ctx.now() }));
+    return { step: step(['create']), verb: 'create', look };
+  }
+  const found = st;
+  /**
+   * Brings a found file to what is declared: only its mode and owner when the content is already right
+   * (a chmod and an fsync, not a whole new file), else the content written whole.
+   */
+  const mend = (drift: Drift, record: (seen: SeenFile) => ResourceRecord, original?: TakenOriginal) => {
+    if (drift.content || !found.isFile() || found.nlink > 1) return write(want, false, record, original);
+    const change = ctx.writes.change(resource.id);
+    change.setMeta(path, want, 'file', original ? { original } : undefined);
+    change.whenDurable((done) => ctx.store.record(record(seenOf(done.statOf(path)!, digest))));
+    // A service that restarts on this file restarts on its mode and owner too, as when it was written whole.
+    ctx.changedFiles.add(resource.id);
+  };
+  /** The drift the plan found, when the file looks as it did then; read and compared otherwise. */
+  const driftOf = async (): Promise<Drift> => {
+    const memo = planned?.memo as DriftMemo | undefined;
+    if (apply && memo && memo.look === fingerprintOf(found) && memo.digest === digest) return memo.drift;
+    return drifted(resource, ctx, found, content(), want);
+  };
+  const memo = (drift: Drift): DriftMemo => ({ look: fingerprintOf(found), digest, drift });
+  if (st.isSymbolicLink() && !record) {
+    return { step: step([]), verb: 'none', problem: `${path} is a symbolic link (to ${ctx.fs.readlink(path)}), not followed` };
+  }
+  if (!st.isFile() && !st.isSymbolicLink()) {
+    return { step: step([]), verb: 'none', problem: `${path} is not a regular file` };
+  }
+
+  if (!record) {
+    const verdict = foundVerdict(resource, ctx);
+    if (verdict === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
+    const drift = await driftOf();
+    if (apply) {
+      const original = await keepOriginal(ctx, resource, st);
+      const taken = (seen: SeenFile): ResourceRecord => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: false, original, seen, appliedAt: ctx.now() });
+      if (drift.actions.length > 0) mend(drift, taken, { mode: original!.mode, uid: original!.uid, gid: original!.gid, copy: join(ctx.takenDir, original!.copy!) });
+      else ctx.store.record(taken(seenOf(st, digest)));
+    }
+    return { step: step(['take', ...drift.actions]), verb: 'take', detail: 'found here; taken over, the original kept', memo: memo(drift), look };
+  }
+
+  // Ours: maintained, not set once; drift is returned. (Unchanged since last seen whole was answered before.)
+  const drift: Drift = st.isSymbolicLink() ? { actions: ['symbolic link replaced by the file'], content: true } : await driftOf();
+  if (drift.actions.length === 0) {
+    // Read whole and found as declared (touched, or not seen yet): the apply remembers how it looks now.
+    return { step: step([]), verb: 'none', remember: { ...record, seen: seenOf(st, digest) } };
+  }
+  if (apply) mend(drift, (seen) => ({ ...record, origin: ctx.origin, seen, appliedAt: ctx.now() }));
+  return { step: step(drift.actions), verb: 'update', memo: memo(drift), look };
+}
 
 /** A found file's drift: the plan's actions, and whether its content differs (else mode and owner alone are set). */
 interface Drift {

@@ -18,7 +18,12 @@ export class MissingDirectory extends Error {
   }
 }
 
+type CheckedDirectory = { kind: 'dir'; real: string } | { kind: 'missing'; missing: string };
+
 export type ParentLookup = { kind: 'dir'; fd: number; real: string } | { kind: 'missing'; missing: string };
+
+/** lstat's answer for a missing path: undefined, not a thrown ENOENT (one options object for every call). */
+const NO_THROW = Object.freeze({ throwIfNoEntry: false as const });
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
@@ -41,8 +46,8 @@ export class RootedFs {
   private readonly dirs = new Map<string, { fd: number; real: string }>();
   /** What lstat found since the last commit, by declared path. */
   private readonly looks = new Map<string, Stats | undefined>();
-  /** Directories found free of links by lstat in this apply, by declared path: their real paths. */
-  private readonly checked = new Map<string, string>();
+  /** Directories found free of links by lstat in this apply, by declared path: their real paths (one answer each, reused). */
+  private readonly checked = new Map<string, { kind: 'dir'; real: string }>();
 
   constructor(readonly root: string) {}
 
@@ -56,27 +61,29 @@ export class RootedFs {
   }
 
   /** For a read: the real path of the directory holding a declared path, every directory on the way checked once. */
-  private readable(path: string): { kind: 'dir'; real: string } | { kind: 'missing'; missing: string } {
+  private readable(path: string): CheckedDirectory {
     return this.checkedDirectory(posix.dirname(path));
   }
 
-  private checkedDirectory(dir: string): { kind: 'dir'; real: string } | { kind: 'missing'; missing: string } {
-    const known = this.checked.get(dir) ?? this.dirs.get(dir)?.real;
-    if (known !== undefined) return { kind: 'dir', real: known };
+  private checkedDirectory(dir: string): CheckedDirectory {
+    const known = this.checked.get(dir);
+    if (known !== undefined) return known;
+    const pinned = this.dirs.get(dir);
+    if (pinned !== undefined) return { kind: 'dir', real: pinned.real };
     if (dir === '/') return { kind: 'dir', real: this.root };
     const up = this.checkedDirectory(posix.dirname(dir));
     if (up.kind !== 'dir') return up;
     const real = this.realOf(dir);
-    let st: Stats;
-    try {
-      st = lstatSync(real);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing', missing: dir };
-      throw err;
-    }
+    const st = lstatSync(real, NO_THROW);
+    if (st === undefined) return { kind: 'missing', missing: dir };
     this.refuseUnlessDirectory(dir, st, real);
-    this.checked.set(dir, real);
-    return { kind: 'dir', real };
+    return this.markChecked(dir, real);
+  }
+
+  private markChecked(dir: string, real: string): CheckedDirectory {
+    const answer = { kind: 'dir' as const, real };
+    this.checked.set(dir, answer);
+    return answer;
   }
 
   private refuseUnlessDirectory(dir: string, st: Stats, real: string): void {
@@ -119,6 +126,8 @@ export class RootedFs {
     }
     const real = this.realOf(dir);
     this.dirs.set(dir, { fd, real });
+    // Opened without following a link at any step: as good a check of the way as an lstat.
+    if (!this.checked.has(dir)) this.markChecked(dir, real);
     return { kind: 'dir', fd, real };
   }
 
@@ -133,28 +142,39 @@ export class RootedFs {
   /**
    * lstat of a declared path; undefined when it (or a directory above it) is missing. What the plan
    * saw stands for the apply's second look until a batch of this apply commits (nothing of ours has
-   * changed the machine before that): a file is looked at once on its way, not three times.
+   * changed the machine before that): a path is looked at once on its way, not three times.
    */
   lstat(path: string): Stats | undefined {
     if (this.looks.has(path)) return this.looks.get(path);
-    const st = this.lstatNow(path);
+    const st = this.look(path);
     this.looks.set(path, st);
     return st;
   }
 
-  private lstatNow(path: string): Stats | undefined {
-    const parent = this.readable(path);
+  /**
+   * Counts the commits that may have changed what a look saw: a look made in this generation still
+   * stands (see Look, and file and directory checks that hand their look to the apply).
+   */
+  get generation(): number {
+    return this.generations;
+  }
+
+  private generations = 0;
+
+  /**
+   * One lstat of a declared path, kept nowhere: the check of a path found as declared needs it once,
+   * and 10,000 kept Stats would outlive the apply's young generation. A missing path is an answer,
+   * not an exception (a thrown ENOENT costs more than the lstat: a first converge has 10,000).
+   */
+  look(path: string): Stats | undefined {
+    const slash = path.lastIndexOf('/');
+    const parent = this.checkedDirectory(slash === 0 ? '/' : path.slice(0, slash));
     if (parent.kind !== 'dir') return undefined;
-    const real = `${parent.real}/${posix.basename(path)}`;
-    try {
-      const st = lstatSync(real);
-      // A declared directory's own look is the check of every path below it.
-      if (st.isDirectory() && path !== '/') this.checked.set(path, real);
-      return st;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw err;
-    }
+    const real = this.realOf(path);
+    const st = lstatSync(real, NO_THROW);
+    // A declared directory's own look is the check of every path below it.
+    if (st !== undefined && path !== '/' && st.isDirectory() && !this.checked.has(path)) this.markChecked(path, real);
+    return st;
   }
 
   /** Where a symbolic link at a declared path points, for messages. */
@@ -214,7 +234,7 @@ export class RootedFs {
   /** A directory removed: neither its descriptor nor its check may serve a later path. */
   forgetDirectory(path: string): void {
     this.checked.delete(path);
-    this.looks.clear();
+    this.forgetLooks();
     const cached = this.dirs.get(path);
     if (cached !== undefined) {
       closeSync(cached.fd);
@@ -222,17 +242,22 @@ export class RootedFs {
     }
   }
 
+  private forgetLooks(): void {
+    this.looks.clear();
+    this.generations += 1;
+  }
+
   /** Closes the descriptors a batch opened; the next write opens (and pins) its directories again. */
   releaseDirectories(): void {
     for (const { fd } of this.dirs.values()) closeSync(fd);
     this.dirs.clear();
-    this.looks.clear();
+    this.forgetLooks();
   }
 
   close(): void {
     for (const { fd } of this.dirs.values()) closeSync(fd);
     this.dirs.clear();
     this.checked.clear();
-    this.looks.clear();
+    this.forgetLooks();
   }
 }
