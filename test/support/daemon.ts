@@ -57,7 +57,7 @@ export function unitNodeFlags(): string[] {
   return exec.slice(1, exec.findIndex((word) => word.endsWith('/bin/mesh-host')));
 }
 
-export async function enrolledHost(servers: string[], options: { resources?: Resource[]; config?: object; replicas?: number; nodeFlags?: string[] } = {}): Promise<HostFixture> {
+export async function enrolledHost(servers: string[], options: { resources?: Resource[]; config?: object; replicas?: number; nodeFlags?: string[]; logLevel?: 'debug' | 'info' } = {}): Promise<HostFixture> {
   const s = scratch('mesh-host-daemon-');
   const node = `node-${process.pid}-${++fixtures}`;
   const root = join(s.dir, 'root');
@@ -92,7 +92,7 @@ export async function enrolledHost(servers: string[], options: { resources?: Res
     node, dir: s.dir, root, state, config, seed, flags,
     log: () => log,
     async start({ via = [] } = {}) {
-      const command = [...via, process.execPath, ...(options.nodeFlags ?? []), join(projectDir, 'bin/mesh-host'), 'run', ...flags, '--log-level', 'debug'];
+      const command = [...via, process.execPath, ...(options.nodeFlags ?? []), join(projectDir, 'bin/mesh-host'), 'run', ...flags, '--log-level', options.logLevel ?? 'debug'];
       proc = spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
       const launcher = proc;
       daemonPid = via.length === 0 ? () => launcher.pid : () => (launcher.pid === undefined ? undefined : childOf(launcher.pid));

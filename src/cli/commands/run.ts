@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { usageError } from '../../system/errors.js';
 import { stringFlag, type CommandContext } from '../context.js';
 import { hostPaths } from '../host.js';
-import { keepYoungGenerationSmall } from './young-generation.js';
+import { keepHeapSmall } from '../../system/memory.js';
 import type { GenesisOrder } from '../../daemon/daemon.js';
 
 /**
@@ -11,7 +11,7 @@ import type { GenesisOrder } from '../../daemon/daemon.js';
  * enrolled enrols itself through the one genesis path, so that its unit alone can enrol it.
  */
 export async function runCommand(ctx: CommandContext): Promise<number> {
-  keepYoungGenerationSmall();
+  keepHeapSmall();
   const bundlePath = stringFlag(ctx.flags, 'bundle');
   const mode = stringFlag(ctx.flags, 'mode');
   if (bundlePath === undefined && mode !== undefined) throw usageError("'run --mode' goes with --bundle FILE");
