@@ -1,32 +1,33 @@
-// Builds the two programs as bundles. typebox alone is ~700 ES modules, and Node 20 spends a third of
-// a second resolving them one by one; one bundle (split at the lazy command imports) starts in a
-// fraction of that. `tsc` still emits dist/src for the tests' helper processes and the benchmarks.
-import { rmSync } from 'node:fs';
+// Builds the two programs, each as one CommonJS script with V8's code cache beside it. Node 20 spends
+// a third of a second resolving typebox's ~700 ES modules one by one; split ES chunks still cost a
+// resolution, a builtin's ES facade and a parse each at start. One script whose code V8 reads from its
+// cache starts in a fraction of that, and commands' modules are still evaluated only when first needed.
+// `tsc` still emits dist/src for the tests' helper processes and the benchmarks.
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
+import { compileBundle } from '../bin/bundle.js';
 import { buildInfo } from './build-info.mjs';
+import { APART, apartBundle, asciiOnly, programBundle } from './bundle.mjs';
 import { writeUnits } from './units.mjs';
 
 rmSync('dist/bin', { recursive: true, force: true });
+mkdirSync('dist/bin', { recursive: true });
+const info = buildInfo();
 
-await build({
-  entryPoints: { 'mesh-host': 'src/cli/mesh-host.ts', meshctl: 'src/cli/meshctl.ts' },
-  outdir: 'dist/bin',
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  packages: 'bundle',
-  legalComments: 'none',
-  // Smaller bundles parse faster; names are kept so stack traces still read.
-  minify: true,
-  keepNames: true,
-  logLevel: 'warning',
-  // `--version` prints the version and the commit this was built from.
-  define: { __MESH_HOST_BUILD__: JSON.stringify(buildInfo()) },
-  // CommonJS dependencies (pino) call require(); give the ES bundle one.
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
-});
+for (const program of ['mesh-host', 'meshctl']) {
+  const outfile = `dist/bin/${program}.cjs`;
+  await build(programBundle({ entry: `src/cli/${program}.ts`, outfile, info, apart: true }));
+  asciiOnly(outfile);
+  // The cache holds what V8 compiles up front (the module wrappers, the top level); the functions a
+  // command runs are compiled when first called, as without it.
+  writeFileSync(`${outfile}.cache`, compileBundle(outfile).createCachedData());
+}
+
+for (const group of Object.keys(APART)) {
+  const outfile = `dist/bin/apart/${group}.cjs`;
+  await build(apartBundle(group, outfile));
+  asciiOnly(outfile);
+}
 
 // packaging/ holds the service definitions the installer writes, for the default paths.
 writeUnits('packaging');

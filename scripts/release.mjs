@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
 import { inject } from 'postject';
 import { buildInfo, commitTime } from './build-info.mjs';
+import { asciiOnly, programBundle } from './bundle.mjs';
 import { writeUnits } from './units.mjs';
 
 const { values } = parseArgs({
@@ -38,25 +39,8 @@ execFileSync('strip', ['--strip-all', node], { stdio: ['ignore', 'ignore', 'igno
 const programs = values['host-only'] ? ['mesh-host'] : ['mesh-host', 'meshctl'];
 for (const program of programs) {
   const script = join(work, `${program}.cjs`);
-  await build({
-    stdin: {
-      contents: `require('./src/cli/${program}.ts').main(process.argv.slice(2));`,
-      resolveDir: resolve('.'),
-      loader: 'js',
-    },
-    outfile: script,
-    bundle: true,
-    format: 'cjs',
-    platform: 'node',
-    target: 'node20',
-    // A single executable has no loader for import(): every one, builtins included, becomes a require.
-    supported: { 'dynamic-import': false },
-    minify: true,
-    keepNames: true,
-    legalComments: 'none',
-    logLevel: 'error',
-    define: { __MESH_HOST_BUILD__: JSON.stringify(info), __MESH_HOST_FAULT__: JSON.stringify(fault) },
-  });
+  await build(programBundle({ stdin: `require('./src/cli/${program}.ts').main(process.argv.slice(2));`, outfile: script, info, fault }));
+  asciiOnly(script);
   const blob = join(work, `${program}.blob`);
   const config = join(work, `${program}.sea.json`);
   writeFileSync(config, JSON.stringify({ main: script, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true }));
