@@ -251,6 +251,9 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
   actor.subscribe({ error: (err) => log.error({ err }, 'lifecycle failed') });
   const detachLauncher = options.launcher && attachLauncher(actor, { ...options.launcher, stateDir: paths.stateDir, node: () => config.node, log, report: (make) => store.run('trial report', async (s) => make(env(s))) });
   const stopStallWatch = options.watchStalls ? watchStalls(log, () => actor.getSnapshot().value) : undefined;
+  // Every daemon runs commands sooner or later (the links a report carries, an inventory's probes):
+  // child_process and what it brings are loaded now, not at the first command, in the middle of an apply.
+  void import('node:child_process');
   actor.start();
   log.info({ node: config.node, servers: config.servers }, 'mesh-host run: started');
   const output = (await toPromise(actor)) as { ending?: string; failure?: string; abandoned?: boolean };
