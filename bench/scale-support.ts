@@ -1,6 +1,7 @@
 /** What the scale benchmarks share: the servers' processes, their figures, and the simulated hosts' names. */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { errors } from '@nats-io/transport-node';
 
 /** The nats-server processes listening on these client ports (each started by the benchmark itself). */
 export function serverPids(ports: number[]): number[] {
@@ -35,3 +36,37 @@ export async function waitFor<T>(call: () => Promise<T>): Promise<T> {
 }
 /** The node id of the i-th simulated host. */
 export const simNode = (i: number) => `sim-${String(i).padStart(5, '0')}`;
+
+/**
+ * A control-side request that timed out, tried again: a server busy with thousands of hosts answers
+ * late, not never, and an operator's tool would try again too. Only a timeout is retried. A request
+ * that may have taken effect although its answer timed out (a put) says how to see that it did
+ * (`tookEffect`), which is asked before each new try.
+ */
+export async function patiently(call: () => Promise<unknown>, tookEffect?: () => Promise<boolean>, tries = 6): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await call();
+      return;
+    } catch (err) {
+      if (!(err instanceof errors.TimeoutError) || attempt >= tries) throw err;
+      await new Promise((r) => setTimeout(r, 250 * attempt));
+      if (tookEffect && (await patientlyAsk(tookEffect))) return;
+    }
+  }
+}
+
+const patientlyAsk = async (question: () => Promise<boolean>): Promise<boolean> => {
+  let answer = false;
+  await patiently(async () => (answer = await question()));
+  return answer;
+};
+
+/** Runs one phase of a benchmark run; a failure says which phase it was. */
+export async function phase<T>(name: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw new Error(`${name}: ${(err as Error).message}`, { cause: err });
+  }
+}

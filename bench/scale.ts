@@ -17,7 +17,7 @@ import { newNkeySeed } from '../src/declaration/nkey.js';
 import { reportSigner, type ReportSigner } from '../src/link/report-trust.js';
 import { Enrolments } from '../src/link/enrolment.js';
 
-import { cpuTicks, rssMb, serverPids, simNode, waitFor } from './scale-support.js';
+import { cpuTicks, patiently, phase, rssMb, serverPids, simNode, waitFor } from './scale-support.js';
 import { runShape, shapeHeader, shapeRow, type ShapeFigures } from './scale-shape.js';
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -52,8 +52,9 @@ async function nodeKeys(nc: NatsConnection, hosts: number, state: string): Promi
   for (let i = 0; i < hosts; i += 200) {
     await Promise.all(Array.from({ length: Math.min(200, hosts - i) }, async (_, j) => {
       const node = simNode(i + j);
-      seeds[node] = newNkeySeed('node');
-      await enrolments.pin(node, (reportSigner(seeds[node]) as ReportSigner).publicKey);
+      const seed = newNkeySeed('node');
+      seeds[node] = seed;
+      await patiently(() => enrolments.pin(node, (reportSigner(seed) as ReportSigner).publicKey));
     }));
   }
   writeFileSync(join(state, 'node-keys.json'), JSON.stringify(seeds));
@@ -76,7 +77,7 @@ export async function runScale(hosts: number, cluster: boolean): Promise<Figures
   try {
     nc = await connect({ servers: urls, maxReconnectAttempts: -1 });
     await waitFor(() => ensureWire(nc!));
-    await nodeKeys(nc, hosts, state);
+    await phase('pinning the node keys', () => nodeKeys(nc!, hosts, state));
     const { seed, publicKey } = await newOperatorKey();
     const pids = serverPids(servers.map((s) => s.port));
     const t0 = performance.now();
@@ -108,14 +109,21 @@ export async function runScale(hosts: number, cluster: boolean): Promise<Figures
     const [cpu0, hostsCpu0] = [sum(pids, cpuTicks), sum(workerPids, cpuTicks)];
     const loadAtStart = load();
     const t1 = performance.now();
-    for (let i = 0; i < envelopes.length; i += 200) await Promise.all(envelopes.slice(i, i + 200).map(([node, env]) => kv.put(node, env)));
+    // A put whose acknowledgement timed out may have been stored: it is looked for before it is put again.
+    const putOnce = (node: string, env: string) => patiently(() => kv.put(node, env), async () => (await kv.get(node))?.string() === env);
+    await phase('putting the declarations', async () => {
+      for (let i = 0; i < envelopes.length; i += 200) await Promise.all(envelopes.slice(i, i + 200).map(([node, env]) => putOnce(node, env)));
+    });
     const putS = (performance.now() - t1) / 1000;
-    for (;;) {
-      const stored = (await jsm.streams.info(REPORTS_STREAM)).state.messages;
-      if (stored >= hosts) break;
-      if (performance.now() - t1 > 600_000) throw new Error(`${stored} of ${hosts} reports stored after 10 minutes`);
-      await wait(100);
-    }
+    await phase('waiting for the reports', async () => {
+      for (;;) {
+        let stored = 0;
+        await patiently(async () => (stored = (await jsm.streams.info(REPORTS_STREAM)).state.messages));
+        if (stored >= hosts) break;
+        if (performance.now() - t1 > 600_000) throw new Error(`${stored} of ${hosts} reports stored after 10 minutes`);
+        await wait(100);
+      }
+    });
     const allReportedS = (performance.now() - t1) / 1000;
     const serverCpuS = (sum(pids, cpuTicks) - cpu0) / HZ;
     const hostsCpuS = (sum(workerPids, cpuTicks) - hostsCpu0) / HZ;
