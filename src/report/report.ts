@@ -57,12 +57,17 @@ export function formatStep(step: Step): string {
   return `${verb} ${step.target}${rest.length ? `: ${rest.join(', ')}` : ''}`;
 }
 
+/**
+ * The steps to take, one line each, under a line that counts them against the whole plan. Like the
+ * report, it leaves out what is already as declared: a no-op of 10,000 files is one line, not 10,001
+ * (`--json` still holds every step).
+ */
 export function formatPlan(plan: Plan): string {
   if (plan.steps.length === 0) return 'plan: nothing declared, nothing to do';
-  const changing = plan.steps.filter((s) => s.actions.length > 0).length;
+  const changing = plan.steps.filter((s) => s.actions.length > 0);
   return [
-    `plan: ${changing} of ${plan.steps.length} step${plan.steps.length === 1 ? '' : 's'} to take`,
-    ...plan.steps.map((s) => `  ${formatStep(s)}`),
+    `plan: ${changing.length} of ${plan.steps.length} step${plan.steps.length === 1 ? '' : 's'} to take`,
+    ...changing.map((s) => `  ${formatStep(s)}`),
     ...(plan.diffs ?? []).map((d) => d.diff),
   ].join('\n');
 }
