@@ -33,10 +33,18 @@ function readCache(file) {
   }
 }
 
-/** Loads the program's bundle and runs its main with this process's arguments. */
+/**
+ * Loads the program's bundle, runs its main with this process's arguments, and ends the process with
+ * main's status once main has finished and its output is out. Every command awaits its own work (a
+ * NATS connection closed, a child waited for); what a natural end would add is Node tearing its heap
+ * down and joining its threads, 20 to 30 ms of a one-shot command on a loaded machine. Output a pipe
+ * has not taken yet (past its 64 KiB, a large --json) is left to the natural end, which writes it all.
+ */
 export function runBundle(program) {
   const file = bundlePath(program);
   const module = { exports: {} };
   compileBundle(file, readCache(file)).runInThisContext()(module.exports, createRequire(file), module, file, dirname(file));
-  return module.exports.main(process.argv.slice(2));
+  return module.exports.main(process.argv.slice(2)).then((code) => {
+    if (process.stdout.writableLength === 0 && process.stderr.writableLength === 0) process.exit(code);
+  });
 }
