@@ -71,7 +71,7 @@ describe('mesh-host apply', () => {
     expect(again.stdout).toContain('converged (report 2): 2 unchanged');
   });
 
-  it('prints the plan before it touches anything, one readable line a step', async () => {
+  it('prints the plan before it touches anything, one readable line a step to take', async () => {
     const s = setup([{ type: 'file', id: 'x', path: '/etc/x.conf', content: 'a\nb\nc\nd\n', mode: '0640' }]);
     await runCli('mesh-host', ['apply', s.decl, ...s.flags]);
     writeFileSync(join(s.root, 'etc/x.conf'), 'a\nz\n', { mode: 0o644 });
@@ -79,6 +79,15 @@ describe('mesh-host apply', () => {
     chmodSync(join(s.root, 'etc/x.conf'), 0o644);
     const dry = await runCli('mesh-host', ['apply', s.decl, '--dry-run', ...s.flags]);
     expect(dry.stdout).toContain('update /etc/x.conf: content (+3 −1 lines), mode 0644→0640');
+  });
+
+  it('prints a --json document larger than a pipe holds whole: the process ends only once its output is out', async () => {
+    const files = Array.from({ length: 1500 }, (_, n) => ({ type: 'file', id: `f${n}`, path: `/srv/f${n}.conf`, content: `n=${n}\n` }));
+    const s = setup(files);
+    const dry = await runCli('mesh-host', ['apply', s.decl, '--dry-run', '--json', ...s.flags]);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout.length).toBeGreaterThan(128 * 1024);
+    expect(JSON.parse(dry.stdout).plan.steps).toHaveLength(1500);
   });
 
   it('exits 1 when the apply fails, naming the step', async () => {
