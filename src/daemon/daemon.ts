@@ -170,7 +170,8 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
             sendBack({ type: 'LINK_DOWN' });
           },
           status: async () => status(),
-          inventory: async () => hostInventory({ runner, config, state: peekState(paths.stateDir), serviceManager: async () => (await serviceManager()).manager }),
+          // Between applies the daemon's own last run is the store as saved: its 10,000 records are not parsed again for each request.
+          inventory: async () => hostInventory({ runner, config, state: store.lastSaved() ?? peekState(paths.stateDir), serviceManager: async () => (await serviceManager()).manager }),
           heartbeat: () => heartbeatOf(status(), clock.monotonic() - startedAt),
         }),
       ),
