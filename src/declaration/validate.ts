@@ -83,8 +83,8 @@ export async function validateDeclaration(value: unknown, options: ValidateOptio
   const resources = Array.isArray(raw.resources) ? (raw.resources as unknown[]) : [];
   const pause = options.pause ?? yielder();
   for (let i = 0; i < resources.length; i++) {
-    const found = checkOneResource(resources[i], `/resources/${i}`);
-    problems.push(...(found instanceof Promise ? await found : found));
+    const found = checkOneResource(resources[i], i);
+    if (found !== undefined) problems.push(...(found instanceof Promise ? await found : found));
     if (i % PAUSE_EVERY === 0) await pause();
   }
   if (problems.length === 0) problems.push(...(await checkRelations(resources as Resource[], pause)));
@@ -92,23 +92,27 @@ export async function validateDeclaration(value: unknown, options: ValidateOptio
   return { ok: true, declaration: value as Declaration };
 }
 
-/** Synchronous for a valid resource (the hot path); a promise of its problems otherwise. */
-function checkOneResource(resource: unknown, at: string): Problem[] | Promise<Problem[]> {
+/** Synchronous for a valid resource (the hot path: undefined, nothing made); a promise of its problems otherwise. */
+function checkOneResource(resource: unknown, index: number): Problem[] | Promise<Problem[]> | undefined {
   if (typeof resource !== 'object' || resource === null || Array.isArray(resource)) {
-    return [{ path: at, message: 'a resource is a JSON object' }];
+    return [{ path: `/resources/${index}`, message: 'a resource is a JSON object' }];
   }
   const type = (resource as { type?: unknown }).type;
   if (typeof type !== 'string' || !Object.hasOwn(checkResource, type)) {
-    return [{ path: `${at}/type`, message: `unknown resource type ${JSON.stringify(type)} (directory, file, archive or service)` }];
+    return [{ path: `/resources/${index}/type`, message: `unknown resource type ${JSON.stringify(type)} (directory, file, archive or service)` }];
   }
   const path = (resource as { path?: unknown }).path;
   const why = typeof path === 'string' ? pathProblem(path) : undefined;
   if (checkResource[type as keyof typeof checkResource](resource)) {
-    const found = why ? [{ path: `${at}/path`, message: why }] : [];
     const file = resource as { encoding?: string; content: string };
-    if (file.encoding === 'base64' && !isCanonicalBase64(file.content)) found.push({ path: `${at}/content`, message: 'not base64 (canonical, padded), as its encoding says' });
+    const notBase64 = file.encoding === 'base64' && !isCanonicalBase64(file.content);
+    if (why === undefined && !notBase64) return undefined;
+    const at = `/resources/${index}`;
+    const found = why ? [{ path: `${at}/path`, message: why }] : [];
+    if (notBase64) found.push({ path: `${at}/content`, message: 'not base64 (canonical, padded), as its encoding says' });
     return found;
   }
+  const at = `/resources/${index}`;
   return explain(resource, type as keyof typeof checkResource, at).then((problems) =>
     why && problems.every((p) => p.path !== `${at}/path`) ? [...problems, { path: `${at}/path`, message: why }] : problems,
   );
@@ -179,8 +183,9 @@ function checkReferences(resources: Resource[], i: number, { problems, ids, path
     return;
   }
   // Walking up once: a declared parent directory must come before what it holds (the apply goes in
-  // order), and nothing may be declared inside an archive's target (the archive owns that tree).
-  for (let dir = posix.dirname(r.path); dir !== '/'; dir = posix.dirname(dir)) {
+  // order), and nothing may be declared inside an archive's target (the archive owns that tree). The
+  // paths are absolute and normal by now: each directory above is a cut at a slash.
+  for (let dir = r.path.slice(0, r.path.lastIndexOf('/')); dir !== ''; dir = dir.slice(0, dir.lastIndexOf('/'))) {
     const above = paths.get(dir);
     if (above === undefined) continue;
     if (above > i) problems.push({ path: `/resources/${i}/path`, message: `'${r.path}' comes before its directory at /resources/${above}` });

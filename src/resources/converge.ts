@@ -3,7 +3,7 @@ import type { ResourceRecord } from '../store/state.js';
 import { directoryHandler } from './directory.js';
 import { fileHandler } from './file.js';
 import { NO_ACTIONS, stepOf, type Checked, type ConvergeContext, type ResourceHandler, type Step, type StepResult } from './types.js';
-import { yielder } from './yielder.js';
+import { pauseWhenDue } from '../system/yielder.js';
 
 /** The handlers by resource type (directory and file here; the host adds services and archives). */
 export type HandlerTable = Partial<{ [T in Resource['type']]: ResourceHandler<Extract<Resource, { type: T }>> }>;
@@ -86,7 +86,7 @@ export async function planDeclaration(declaration: Declaration, ctx: ConvergeCon
   await prepareHandlers(declaration.resources, leaving, ctx, handlers);
   // The check of a large declaration is long synchronous work (lstat, compare): it yields between
   // resources every few milliseconds, so the daemon keeps answering.
-  const pause = yielder();
+  const pause = pauseWhenDue();
   const removals: Plan['removals'] = [];
   const problems: Plan['problems'] = [];
   for (const record of leaving) {
@@ -94,7 +94,8 @@ export async function planDeclaration(declaration: Declaration, ctx: ConvergeCon
     const checked = answer instanceof Promise ? await answer : answer;
     removals.push({ record, checked });
     if (checked.problem !== undefined) problems.push(problemOf(checked, stepOfRecord(record, checked)));
-    await pause();
+    const paused = pause();
+    if (paused) await paused;
   }
   const resources = declaration.resources;
   const checks = new Array<Checked>(resources.length);
@@ -104,7 +105,8 @@ export async function planDeclaration(declaration: Declaration, ctx: ConvergeCon
     const checked = answer instanceof Promise ? await answer : answer;
     checks[i] = checked;
     if (checked.problem !== undefined) problems.push(problemOf(checked, stepOfResource(resource, checked)));
-    await pause();
+    const paused = pause();
+    if (paused) await paused;
   }
   return { removals, resources, checks, problems };
 }
@@ -177,7 +179,7 @@ export async function applyPlan(plan: Plan, ctx: ConvergeContext, handlers: Hand
   let unchanged = 0;
   let changed = false;
   const planGeneration = ctx.fs.generation;
-  const pause = yielder();
+  const pause = pauseWhenDue();
   const commit = async () => {
     if (ctx.writes.empty) return;
     const { failed, amended } = await ctx.writes.commit();
@@ -205,7 +207,8 @@ export async function applyPlan(plan: Plan, ctx: ConvergeContext, handlers: Hand
       if (planned.remember) ctx.store.record(planned.remember);
       if (planned.verb === 'none' && planned.detail === undefined) unchanged += 1;
       else results[index] = { ...stepAt(index), status: statusOf(planned), ...(planned.detail ? { detail: planned.detail } : {}) };
-      await pause();
+      const paused = pause();
+    if (paused) await paused;
       continue;
     }
     try {
@@ -234,7 +237,8 @@ export async function applyPlan(plan: Plan, ctx: ConvergeContext, handlers: Hand
       await commit();
     }
     if (ctx.writes.full) await commit();
-    await pause();
+    const paused = pause();
+    if (paused) await paused;
   }
   await commit();
   // Checks that need the steps done first (the services' second look) run even after a failure:
