@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +46,10 @@ export interface ConvergeFigures {
   files: number;
   dirs: number;
   inProcessNoopMs: number;
+  /** CPU of the process (all threads: the collector's too) over the same no-ops. */
+  inProcessNoopCpuMs: number;
+  /** A bare loop of lstatSync over the same declared paths, timed beside each no-op: the part no check can shed. */
+  lstatLoopMs: number;
   inProcessDriftMs: number;
   processNoopMs: number;
   floorMs: number;
@@ -77,8 +81,23 @@ export async function benchConverge(files: number, dirs: number): Promise<Conver
     };
     await once();
     const noop: number[] = [];
+    const noopCpu: number[] = [];
+    const lstatLoop: number[] = [];
     const drift: number[] = [];
-    for (let i = 0; i < CONVERGE_RUNS.inProcess; i++) noop.push(await timeIt(once));
+    const paths = decl.resources.map((r) => root + (r as { path: string }).path);
+    const cpuMs = () => {
+      const { user, system } = process.cpuUsage();
+      return (user + system) / 1000;
+    };
+    for (let i = 0; i < CONVERGE_RUNS.inProcess; i++) {
+      const before = cpuMs();
+      noop.push(await timeIt(once));
+      noopCpu.push(cpuMs() - before);
+      // The same paths, one lstat each and nothing else, right after: what the machine's lstat costs now.
+      lstatLoop.push(await timeIt(async () => {
+        for (const path of paths) lstatSync(path);
+      }));
+    }
     const fileResources = decl.resources.filter((r) => r.type === 'file');
     for (let i = 0; i < CONVERGE_RUNS.inProcess; i++) {
       // 10% of the files drift: half in content, half in mode.
@@ -105,6 +124,8 @@ export async function benchConverge(files: number, dirs: number): Promise<Conver
       files,
       dirs,
       inProcessNoopMs: median(noop),
+      inProcessNoopCpuMs: median(noopCpu),
+      lstatLoopMs: median(lstatLoop),
       inProcessDriftMs: median(drift),
       processNoopMs: median(processRuns.map((r) => r.ms)),
       floorMs: median(floorRuns),
@@ -117,8 +138,8 @@ export async function benchConverge(files: number, dirs: number): Promise<Conver
 
 export function convergeTable(rows: ConvergeFigures[]): string[] {
   return [
-    '| files / dirs | in-process no-op | in-process 10% drift | `mesh-host apply` no-op | floor (bare node lstat+read+compare) | ratio to floor | peak RSS (process) |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
-    ...rows.map((r) => `| ${r.files} / ${r.dirs} | ${fmt(r.inProcessNoopMs)} ms | ${fmt(r.inProcessDriftMs)} ms | ${fmt(r.processNoopMs)} ms | ${fmt(r.floorMs)} ms | ${(r.processNoopMs / r.floorMs).toFixed(2)}× | ${r.processRssMb.toFixed(0)} MB |`),
+    '| files / dirs | in-process no-op | its CPU | bare lstat loop, same paths | in-process 10% drift | `mesh-host apply` no-op | floor (bare node lstat+read+compare) | ratio to floor | peak RSS (process) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...rows.map((r) => `| ${r.files} / ${r.dirs} | ${fmt(r.inProcessNoopMs)} ms | ${fmt(r.inProcessNoopCpuMs)} ms | ${fmt(r.lstatLoopMs)} ms | ${fmt(r.inProcessDriftMs)} ms | ${fmt(r.processNoopMs)} ms | ${fmt(r.floorMs)} ms | ${(r.processNoopMs / r.floorMs).toFixed(2)}× | ${r.processRssMb.toFixed(0)} MB |`),
   ];
 }
