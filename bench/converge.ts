@@ -143,3 +143,27 @@ export function convergeTable(rows: ConvergeFigures[]): string[] {
     ...rows.map((r) => `| ${r.files} / ${r.dirs} | ${fmt(r.inProcessNoopMs)} ms | ${fmt(r.inProcessNoopCpuMs)} ms | ${fmt(r.lstatLoopMs)} ms | ${fmt(r.inProcessDriftMs)} ms | ${fmt(r.processNoopMs)} ms | ${fmt(r.floorMs)} ms | ${(r.processNoopMs / r.floorMs).toFixed(2)}× | ${r.processRssMb.toFixed(0)} MB |`),
   ];
 }
+
+/** What the table says against the targets, and what is left of the 10,000-file no-op, from this run's rows. */
+export function convergeNotes(rows: ConvergeFigures[], load: { before: string; after: string }): string[] {
+  const big = rows.find((r) => r.files === 10_000);
+  const mid = rows.find((r) => r.files === 1_000);
+  const lines = ['', `Load average before and after: ${load.before} / ${load.after} (2 cores).`, ''];
+  if (big) {
+    lines.push(
+      `- **The 10,000-file no-op in-process: ${fmt(big.inProcessNoopMs)} ms** (target: under 100 ms; ${big.inProcessNoopMs < 100 ? 'met' : 'missed'} on this run), ${fmt(big.inProcessNoopCpuMs)} ms of CPU;`,
+      `  a bare loop of \`lstatSync\` over the same 11,011 paths took ${fmt(big.lstatLoopMs)} ms in the same process, so the check's own work beyond`,
+      `  the one lstat a path is ${fmt(big.inProcessNoopMs - big.lstatLoopMs)} ms (the declaration's JSON parse and schema check included).`,
+    );
+  }
+  if (mid) lines.push(`- **The whole \`mesh-host apply\` no-op at 1,000 files: ${(mid.processNoopMs / mid.floorMs).toFixed(2)}× the floor** (target: within 1.25×; ${mid.processNoopMs / mid.floorMs <= 1.25 ? 'met' : 'missed'} on this run).`);
+  lines.push(
+    '- Why the lstat is most of what is left: on this VM (Firecracker, 2 cores, Node 20) any system call costs about 2 µs (11,000',
+    "  lstats of `/` take 24 ms); through Node's bare binding the 11,000 declared paths take 44 ms, through `lstatSync` about 51 ms",
+    '  (Node 20 makes a Stats and four Dates a call). `throwIfNoEntry: false` turns a missing path from 11 µs (a thrown ENOENT) into',
+    "  3.5 µs; `bigint: true` costs a third more; lstats in parallel on libuv's threads (4 to 64 in flight) took 2 to 5 times the wall",
+    '  of the synchronous loop. The rest of a no-op: the declaration read and checked (30-40 ms at 10,000 resources), the sha256 of',
+    "  each declared text whose stat matches, and the collector's sweep of the Stats and Dates.",
+  );
+  return lines;
+}

@@ -7,8 +7,7 @@ import { DECLARATIONS_BUCKET, heartbeatSubject, reportMessageId, reportSubject }
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
 import { spawnSync } from 'node:child_process';
 import { projectDir } from '../test/support/cli.js';
-import { loadavg } from 'node:os';
-import { median } from './stats.js';
+import { loadAverage, median } from './stats.js';
 import { newNkeySeed } from '../src/declaration/nkey.js';
 import { reportSigner, type ReportSigner } from '../src/link/report-trust.js';
 import { Enrolments } from '../src/link/enrolment.js';
@@ -87,7 +86,7 @@ const timeReports = (url: string, runs: number, expected: number) =>
     if (status !== 0 || lines.length !== expected || verified !== expected) throw new Error(`meshctl reports: exit ${status}, ${lines.length} lines, ${verified} verified: ${stderr}`);
   });
 
-const load = () => loadavg().map((x) => x.toFixed(1)).join(', ');
+const load = () => loadAverage();
 const ms = (x: number) => `${Math.round(x)} ms`;
 
 /**

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { connect } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
@@ -8,7 +7,7 @@ import { DECLARATIONS_BUCKET } from '../src/link/wire.js';
 import type { Resource } from '../src/declaration/schema.js';
 import { enrolledHost, unitNodeFlags } from '../test/support/daemon.js';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
-import { fmt, median, percentile } from './stats.js';
+import { fmt, loadAverage, median, percentile } from './stats.js';
 import { join } from 'node:path';
 import { projectDir } from '../test/support/cli.js';
 
@@ -26,7 +25,7 @@ function statusMb(pid: number, field = 'VmRSS'): number {
   return kb / 1024;
 }
 const rssMb = (pid: number) => statusMb(pid);
-const load = () => loadavg().map((l) => l.toFixed(1)).join(', ');
+const load = () => loadAverage();
 
 function cpuTicks(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

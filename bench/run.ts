@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { benchConverge, convergeTable, CONVERGE_RUNS, type ConvergeFigures } from './converge.js';
+import { benchConverge, convergeNotes, convergeTable, CONVERGE_RUNS, type ConvergeFigures } from './converge.js';
 import { benchStartup } from './startup.js';
 import { benchServices } from './services.js';
 import { benchLink } from './link.js';
@@ -10,7 +10,7 @@ import { benchWatch } from './watch.js';
 import { benchWatchDaemon } from './watch-daemon.js';
 import { benchArchive } from './archive.js';
 import { benchRelease } from './release.js';
-import { machine } from './stats.js';
+import { loadAverage, machine } from './stats.js';
 import { benchPeers } from './peers.js';
 import { benchCrash } from './crash.js';
 import { benchScale } from './scale.js';
@@ -55,12 +55,13 @@ const out = () => {
 };
 
 async function convergeSection(): Promise<string[]> {
+  const before = loadAverage();
   const rows: ConvergeFigures[] = [];
   for (const [files, dirs] of [[100, 10], [1000, 100], [10000, 1000]] as const) {
     rows.push(await benchConverge(files, dirs));
     console.error(`converge ${files}/${dirs} done`);
   }
-  return ['## Converge of files', '', `Medians: ${CONVERGE_RUNS.inProcess} runs in-process, ${CONVERGE_RUNS.process} interleaved runs of each process; the whole process includes Node start-up; the`, 'floor is a bare `node` script that lstat()s, reads and compares the same files.', '', ...convergeTable(rows)];
+  return ['## Converge of files', '', `Medians: ${CONVERGE_RUNS.inProcess} runs in-process, ${CONVERGE_RUNS.process} interleaved runs of each process; the whole process includes Node start-up; the`, 'floor is a bare `node` script that lstat()s, reads and compares the same files.', '', ...convergeTable(rows), ...convergeNotes(rows, { before, after: loadAverage() })];
 }
 
 function peersSection(): Promise<string[]> {

@@ -1,6 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -12,7 +11,7 @@ import { latestPerSubject } from '../src/link/latest.js';
 import { DECLARATIONS_BUCKET, REPORTS_STREAM, REPORTS_SUBJECTS } from '../src/link/wire.js';
 import { NatsServer, natsUnavailable, startCluster } from '../test/support/nats.js';
 import { projectDir } from '../test/support/cli.js';
-import { fmt } from './stats.js';
+import { fmt, loadAverage } from './stats.js';
 import { newNkeySeed } from '../src/declaration/nkey.js';
 import { reportSigner, type ReportSigner } from '../src/link/report-trust.js';
 import { Enrolments } from '../src/link/enrolment.js';
@@ -45,7 +44,7 @@ interface Figures {
   failed?: string;
 }
 
-const load = () => loadavg().map((x) => x.toFixed(1)).join(' ');
+const load = () => loadAverage(' ');
 
 /** Each simulated host's own key, pinned in the enrolments as `meshctl bundle --node-key` pins it. */
 async function nodeKeys(nc: NatsConnection, hosts: number, state: string): Promise<void> {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { readFileSync } from 'node:fs';
 
 export const median = (xs: number[]) => {
@@ -41,3 +41,6 @@ export function machine(): string {
 }
 
 export const fmt = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
+
+/** The load average (1, 5 and 15 minutes) as the pages print it beside a figure. */
+export const loadAverage = (separator = ', ') => loadavg().map((l) => l.toFixed(1)).join(separator);

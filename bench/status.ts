@@ -5,7 +5,7 @@ import type { Resource } from '../src/declaration/schema.js';
 import { yielder } from '../src/resources/yielder.js';
 import { control, enrolledHost, unitNodeFlags } from '../test/support/daemon.js';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
-import { fmt, median, percentile } from './stats.js';
+import { fmt, loadAverage, median, percentile } from './stats.js';
 
 /** Status requests one after another until `until` settles (or `count` are done): their round trips. */
 async function roundTrips(nc: NatsConnection, node: string, until: { done: boolean } | number): Promise<number[]> {
@@ -126,7 +126,7 @@ export async function benchStatus(files = 10_000): Promise<string[]> {
       `status during it median ${fmt(median(duringNoop))} ms, p99 ${fmt(percentile(duringNoop, 99))} ms, max ${fmt(Math.max(...duringNoop))} ms (${duringNoop.length}); idle after the`,
       `apply, with the ${files.toLocaleString('en')}-record store saved, median ${fmt(median(after))} ms, p99 ${fmt(percentile(after, 99))} ms (the saved store is parsed again only when it changed).`,
       `Event-loop stalls of 20 ms or more the daemon logged (count, longest): during the first apply ${stallLine(held, firstWindow)}; during the no-op ${stallLine(held, noopWindow)}.`,
-      `Load average while measuring: ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(', ')} (2 cores).`,
+      `Load average while measuring: ${loadAverage()} (2 cores).`,
       '',
       `The yields on the no-op path: a loop of ${files.toLocaleString('en')} steps of 5 µs (the no-op's pace per file) took ${fmt(median(bare))} ms bare`,
       `and ${fmt(median(paused))} ms with the pause after each step (median of 7): ${fmt(median(paused) - median(bare))} ms for the whole no-op.`,

@@ -1,9 +1,9 @@
 import { join } from 'node:path';
-import { loadavg } from 'node:os';
 import { enrolledHost } from '../test/support/daemon.js';
 import { projectDir } from '../test/support/cli.js';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
 import { containerUnavailable, startSystemdContainer } from '../test/support/systemd-container.js';
+import { loadAverage } from './stats.js';
 
 const SECONDS = 60;
 const TICKS = 100; // USER_HZ
@@ -57,7 +57,7 @@ export async function benchWatchDaemon(): Promise<string[]> {
     const reportsBefore = (await h.reports()).length;
     // Settled: the watchers' first look after the apply is taken.
     await new Promise((r) => setTimeout(r, 5_000));
-    const load = loadavg().map((l) => l.toFixed(1)).join(', ');
+    const load = loadAverage();
     const start = await stat();
     const rss: number[] = [start.rssMb];
     for (let s = 0; s < SECONDS; s += 10) {
