@@ -7,7 +7,7 @@ import { DECLARATIONS_BUCKET } from '../src/link/wire.js';
 import type { Resource } from '../src/declaration/schema.js';
 import { enrolledHost, unitNodeFlags } from '../test/support/daemon.js';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
-import { fmt, loadAverage, median, percentile } from './stats.js';
+import { cpuTicks, fmt, loadAverage, median, percentile, rssMb, statusMb } from './stats.js';
 import { join } from 'node:path';
 import { projectDir } from '../test/support/cli.js';
 
@@ -19,19 +19,7 @@ function daemonPid(): number {
   return Number(out.trim().split('\n')[0]);
 }
 
-/** A field of /proc/PID/status in MB: VmRSS, and its parts RssAnon (heaps, stacks) and RssFile (mapped code). */
-function statusMb(pid: number, field = 'VmRSS'): number {
-  const kb = Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
-  return kb / 1024;
-}
-const rssMb = (pid: number) => statusMb(pid);
 const load = () => loadAverage();
-
-function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
 
 /** Delivery-to-report latency over loopback, the daemon's RSS over 1,000 applies, its idle CPU. */
 export async function benchLink(): Promise<string[]> {

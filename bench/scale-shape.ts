@@ -10,8 +10,8 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { ensureWire } from '../src/link/control.js';
 import { DECLARATIONS_BUCKET, declarationSubject } from '../src/link/wire.js';
 import { NatsServer, startCluster } from '../test/support/nats.js';
-import { cpuTicks, rssMb, serverPids, waitFor } from './scale-support.js';
-import { fmt, median } from './stats.js';
+import { serverPids, waitFor } from './scale-support.js';
+import { cpuTicks, fmt, median, rssMb } from './stats.js';
 
 export type Shape = 'consumer' | 'subscription';
 

@@ -1,6 +1,5 @@
 /** What the scale benchmarks share: the servers' processes, their figures, and the simulated hosts' names. */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { errors } from '@nats-io/transport-node';
 
 /** The nats-server processes listening on these client ports (each started by the benchmark itself). */
@@ -12,15 +11,6 @@ export function serverPids(ports: number[]): number[] {
       return [];
     }
   });
-}
-
-export const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-
-/** User + system clock ticks of a process. */
-export function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(f[11]) + Number(f[12]);
 }
 
 /** Retries while a new cluster elects its meta leader (up to a minute). */

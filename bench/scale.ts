@@ -11,12 +11,12 @@ import { latestPerSubject } from '../src/link/latest.js';
 import { DECLARATIONS_BUCKET, REPORTS_STREAM, REPORTS_SUBJECTS } from '../src/link/wire.js';
 import { NatsServer, natsUnavailable, startCluster } from '../test/support/nats.js';
 import { projectDir } from '../test/support/cli.js';
-import { fmt, loadAverage } from './stats.js';
+import { cpuTicks, fmt, loadAverage, rssMb } from './stats.js';
 import { newNkeySeed } from '../src/declaration/nkey.js';
 import { reportSigner, type ReportSigner } from '../src/link/report-trust.js';
 import { Enrolments } from '../src/link/enrolment.js';
 
-import { cpuTicks, patiently, phase, rssMb, serverPids, simNode, waitFor } from './scale-support.js';
+import { patiently, phase, serverPids, simNode, waitFor } from './scale-support.js';
 import { runShape, shapeHeader, shapeRow, type ShapeFigures } from './scale-shape.js';
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));

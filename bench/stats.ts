@@ -44,3 +44,18 @@ export const fmt = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
 
 /** The load average (1, 5 and 15 minutes) as the pages print it beside a figure. */
 export const loadAverage = (separator = ', ') => loadavg().map((l) => l.toFixed(1)).join(separator);
+
+/** A field of /proc/PID/status in MB: VmRSS, or its parts RssAnon (heaps, stacks) and RssFile (mapped code). */
+export function statusMb(pid: number, field: 'VmRSS' | 'RssAnon' | 'RssFile' = 'VmRSS'): number {
+  const kb = Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+  return kb / 1024;
+}
+
+export const rssMb = (pid: number) => statusMb(pid);
+
+/** User + system clock ticks of a process. */
+export function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]);
+}

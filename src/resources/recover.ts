@@ -3,7 +3,7 @@ import { lstat, open, readFile, rename, rmdir, unlink } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { Store } from '../store/store.js';
 import type { Logger } from '../system/log.js';
-import { yielder } from './yielder.js';
+import { yielder } from '../system/yielder.js';
 import { PathRefused, RootedFs } from './rooted-fs.js';
 import type { Intent, IntentEntry, TakenOriginal } from './write-batch.js';
 
