@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { natsUnavailable } from '../support/nats.js';
 import { projectDir } from '../support/cli.js';
 import { containerUnavailable, startSystemdContainer } from '../support/systemd-container.js';
+import { MEMORY_ENV } from '../../src/release/units.js';
 import { useReleaseRig } from './rig.js';
 import { selfUpdateScenario } from './self-update.js';
 
@@ -56,7 +57,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the release on a 
           expect(await show('KillMode')).toBe('mixed');
           // The memory setting reaches the host the launcher runs.
           const host = await hostPid();
-          expect((await rig.container.exec('cat', [`/proc/${host}/environ`])).stdout.split('\0')).toContain('MALLOC_ARENA_MAX=2');
+          expect((await rig.container.exec('cat', [`/proc/${host}/environ`])).stdout.split('\0')).toEqual(expect.arrayContaining(MEMORY_ENV));
 
           // systemctl reload: SIGHUP to the launcher, passed to its host, which moves onto its bus again
           // between applies; neither process is replaced.
