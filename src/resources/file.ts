@@ -18,8 +18,20 @@ const contentOf = (r: FileResource) => Buffer.from(r.content, r.encoding === 'ba
 
 const digestOf = (content: Buffer) => hash('sha256', content, 'base64');
 
-/** The declared content's digest; a text is hashed as it stands (its UTF-8 bytes) without a copy, on the no-op path. */
-const declaredDigest = (r: FileResource) => (r.encoding === 'base64' ? digestOf(contentOf(r)) : hash('sha256', r.content, 'base64'));
+/**
+ * The declared content's digest, taken once per resource: the daemon reconciles the same declaration
+ * (one parsed object, remembered while its bytes stay the same) again and again, and a declaration is
+ * never changed once received. A text is hashed as it stands (its UTF-8 bytes), without a copy.
+ */
+const declaredDigests = new WeakMap<FileResource, string>();
+function declaredDigest(r: FileResource): string {
+  let digest = declaredDigests.get(r);
+  if (digest === undefined) {
+    digest = r.encoding === 'base64' ? digestOf(contentOf(r)) : hash('sha256', r.content, 'base64');
+    declaredDigests.set(r, digest);
+  }
+  return digest;
+}
 
 function seenOf(st: Stats, digest: string): SeenFile {
   return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, digest };
