@@ -18,6 +18,7 @@ import type { Report } from '../report/report.js';
 import type { Store } from '../store/store.js';
 import type { AppliedMark } from '../store/state.js';
 import { refused, type RefusalKind } from '../system/errors.js';
+import { heapFitter } from '../system/memory.js';
 import { DeliveryIntake, type CarriedDelivery } from './intake.js';
 import { DaemonLink } from './link.js';
 import { cachedLinks } from './links-fact.js';
@@ -69,6 +70,8 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
   let serviceManager = serviceManagerOnce(runner, config);
   const outbox = new Outbox(paths.stateDir, config.outbox);
   const kept = new RememberedKept(paths.stateDir);
+  // Full collections fitted to each apply: a small heap compacts and marks early (see system/memory.ts).
+  const fitHeap = heapFitter();
   const store = new LockedStore(paths.stateDir, log);
   const link = new DaemonLink(log, clock, () => hostSigner(paths.stateDir, log));
   const links = cachedLinks(runner, clock);
@@ -208,6 +211,8 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
         const started = clock.monotonic();
         const output = await store
           .run('apply', async (s) => {
+            // A reconcile goes through what the store holds; a delivery may bring more.
+            fitHeap(Math.max(input.kind === 'delivery' ? (input.delivery as CarriedDelivery).payload.declaration.resources.length : 0, Object.keys(s.state.records).length));
             const out = await applyPending({ config: () => config, kept, outbox, env }, s, input);
             metrics.applied(input.kind, s.state.lastOutcome?.outcome ?? 'converged', (clock.monotonic() - started) / 1000);
             return out;

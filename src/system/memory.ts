@@ -1,4 +1,4 @@
-import { setFlagsFromString } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 
 /**
  * Keeps a long-running host's memory close to what it holds. V8 settings, made from inside the
@@ -11,20 +11,46 @@ import { setFlagsFromString } from 'node:v8';
  *   instead of the half or more V8 allows by default: each apply leaves its records, plan and report in
  *   the old generation when they outlive a scavenge. The cost is more frequent full collections of a
  *   small heap;
- * - every full collection also compacts: V8 otherwise sweeps in place and keeps pages that are mostly
- *   free, and a daemon applying back to back held about 15 MB of old-generation pages for 10 MB of
- *   objects. Moving the survivors of a heap this small costs a few milliseconds a collection;
- * - the marking of a full collection starts once the old generation has used half of what V8 would let
- *   it reach, not near the end: the garbage of back-to-back applies is found while it is a few megabytes,
- *   and the marking runs beside the daemon on V8's helper thread;
  * - no baseline (Sparkplug) compiler: its machine code for every warm function took over a megabyte of
  *   code space, and the daemon's hot paths (the check of every declared path) are optimized all the
  *   same; the rest runs in the interpreter, which a mostly waiting daemon does not feel.
+ * How full collections run is then fitted to each apply (heapFitter).
  */
 export function keepHeapSmall(): void {
   setFlagsFromString('--semi-space-growth-factor=1');
   setFlagsFromString('--heap-growing-percent=10');
-  setFlagsFromString('--compact-on-every-full-gc');
-  setFlagsFromString('--incremental-marking-hard-trigger=50');
   setFlagsFromString('--no-sparkplug');
+}
+
+/** Above either, the small heap's collections (below) pause the daemon for too long. */
+export const SMALL_HEAP_BOUNDS = { heapBytes: 32 << 20, resources: 2_000 } as const;
+
+/**
+ * Whether the apply about to run is small: its heap now, and the declaration it goes through. A small
+ * daemon applying back to back held 15 MB of old-generation pages for 9 MB of objects; for a large heap,
+ * or an apply about to build one (a 10,000-file declaration), the same collections held the event loop
+ * over 100 ms at a time.
+ */
+export function isSmallHeap(heapBytes: number, resources: number): boolean {
+  return heapBytes < SMALL_HEAP_BOUNDS.heapBytes && resources < SMALL_HEAP_BOUNDS.resources;
+}
+
+/**
+ * Full collections for a small heap: each compacts (V8 otherwise sweeps in place and keeps mostly-free
+ * pages; moving a small heap's survivors costs a few milliseconds), and its marking starts once the old
+ * generation has used half of what V8 would let it reach, so the garbage of back-to-back applies is
+ * found while it is a few megabytes. For a large heap, V8's own choices.
+ */
+const SMALL = ['--compact-on-every-full-gc', '--incremental-marking-hard-trigger=50'];
+const LARGE = ['--no-compact-on-every-full-gc', '--incremental-marking-hard-trigger=0'];
+
+/** Fits V8's full collections to the apply about to run (see isSmallHeap); nothing is set when the answer is unchanged. */
+export function heapFitter(): (resources: number) => void {
+  let small: boolean | undefined;
+  return (resources) => {
+    const now = isSmallHeap(getHeapStatistics().used_heap_size, resources);
+    if (now === small) return;
+    small = now;
+    for (const flag of now ? SMALL : LARGE) setFlagsFromString(flag);
+  };
 }
