@@ -70,7 +70,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
   let serviceManager = serviceManagerOnce(runner, config);
   const outbox = new Outbox(paths.stateDir, config.outbox);
   const kept = new RememberedKept(paths.stateDir);
-  // Full collections fitted to each apply: a small heap marks early (see system/memory.ts).
+  // Full collections fitted to each apply: a small heap compacts and marks early (see system/memory.ts).
   const fitHeap = heapFitter();
   const store = new LockedStore(paths.stateDir, log);
   const link = new DaemonLink(log, clock, () => hostSigner(paths.stateDir, log));
