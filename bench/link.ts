@@ -106,7 +106,7 @@ export async function benchLink(): Promise<string[]> {
       'executable takes no V8 flags on its command line): the young generation keeps its first size; the old generation grows 10%',
       "past what the last full collection kept, not V8's half or more; there is no baseline compiler (its code took over a megabyte);",
       'and while the heap and the apply are small (under 32 MB and 2,000 resources, as here) every full collection compacts, so that',
-      "mostly-free pages go back, and its marking starts at half of V8's limit (for a 10,000-file host the same held the event loop",
+      "mostly-free pages go back, and its marking starts at a quarter of V8's limit (for a 10,000-file host the same held the event loop",
       'over 100 ms at a time, so V8 chooses there). The compaction costs the p99 above about 15-20 ms against the same settings',
       'without it (63-65 MB then). Before the last three and the unit\'s malloc settings, a daemon applying back to back held',
       '69-71 MB (old-generation pages 15 MB for 9 MB of objects), and before the second it went up and down between 73 and 88 MB.',

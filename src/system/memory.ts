@@ -38,14 +38,15 @@ export function isSmallHeap(heapBytes: number, resources: number): boolean {
 /**
  * Full collections for a small heap: each compacts (V8 otherwise sweeps in place and keeps mostly-free
  * pages: a 100-file daemon applying back to back held 15 MB of them for 9 MB of objects), and its marking
- * starts once the old generation has used half of what V8 would let it reach, so the garbage of
- * back-to-back applies is found while it is a few megabytes. Such a daemon then holds 60-62 MB instead
- * of 63-65 without the compaction and 69-71 without either. The price is the compaction's pause: in
+ * starts once the old generation has used a quarter of what V8 would let it reach, so the garbage of
+ * back-to-back applies is found while it is a few megabytes (the marking runs beside the daemon, on V8's
+ * helper thread). Such a daemon then holds 57-61 MB; starting the marking at half let it reach 64-66
+ * between collections, no compaction 63-65, and neither 69-71. The price is the compaction's pause: in
  * back-to-back deliveries it raised the p99 from delivery to report by 15-20 ms (to 50-57 ms here), the
  * median by about 1 ms. Compacting only once the pages' free room had grown past a quarter gave no
  * more than no compaction. For a large heap, V8's own choices.
  */
-const SMALL = ['--compact-on-every-full-gc', '--incremental-marking-hard-trigger=50'];
+const SMALL = ['--compact-on-every-full-gc', '--incremental-marking-hard-trigger=25'];
 const LARGE = ['--no-compact-on-every-full-gc', '--incremental-marking-hard-trigger=0'];
 
 /** Fits V8's full collections to the apply about to run (see isSmallHeap); nothing is set when the answer is unchanged. */
