@@ -218,7 +218,12 @@ export function convergeNotes(rows: ConvergeFigures[], load: { before: string; a
       `  the one lstat a path is ${fmt(big.reconcileNoopMs - big.lstatLoopMs)} ms.`,
     );
   }
-  if (mid) lines.push(`- **The whole \`mesh-host apply\` no-op at 1,000 files: ${(mid.processNoopMs / mid.floorMs).toFixed(2)}× the floor** (target: within 1.25×; ${mid.processNoopMs / mid.floorMs <= 1.25 ? 'met' : 'missed'} on this run).`);
+  if (mid) {
+    lines.push(
+      `- The whole \`mesh-host apply\` no-op at 1,000 files: ${(mid.processNoopMs / mid.floorMs).toFixed(2)}× this page's floor, a script that only lstats, reads and compares.`,
+      '  The 1.25× target is held against the plain floor of the peer benchmark below (one tree of 10 directories for every tool).',
+    );
+  }
   lines.push(
     '- Why the lstat is most of what is left: on this VM (Firecracker, 2 cores, Node 20) any system call costs about 2 µs (11,000',
     "  lstats of `/` take 24 ms); through Node's bare binding the 11,000 declared paths take 44 ms, through `lstatSync` about 51 ms",
