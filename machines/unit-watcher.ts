@@ -7,7 +7,7 @@ export interface Look {
   result: string;
   invocationId: string;
   nRestarts: number;
-  /** A job is queued (a start asked for and not yet begun). */
+  /** A job is queued or running on the unit (the action's own: a start not yet begun, a restart still stopping). */
   job: boolean;
   /** Milliseconds since the action. */
   sinceActionMs: number;
@@ -23,7 +23,15 @@ export interface WatcherInput {
 type WatcherEvent = { type: 'FIRST_LOOK'; look: Look } | { type: 'SECOND_LOOK'; look: Look };
 
 const running = (l: Look) => l.activeState === 'active' || l.activeState === 'reloading';
-const starting = (l: Look) => l.activeState === 'activating' || (l.job && l.activeState === 'inactive');
+/**
+ * On its way up: activating, or not up yet with a job queued. A restart asked with --no-block is first a
+ * stop: a look while that stop still runs sees the unit deactivating (or already inactive or failed) with
+ * the restart's job queued, and that is the action under way, not a death. On a loaded machine the look
+ * right after the action came 156 ms later and still found `sleep` being sent SIGTERM.
+ */
+const starting = (l: Look) => l.activeState === 'activating' || (l.job && (l.activeState === 'inactive' || l.activeState === 'deactivating' || l.activeState === 'failed'));
+/** The action's own run has begun: up, or coming up. */
+const begun = (l: Look) => running(l) || l.activeState === 'activating';
 const state = (l: Look) => `ActiveState=${l.activeState}, SubState=${l.subState}, Result=${l.result}`;
 
 /**
@@ -41,10 +49,15 @@ export const unitWatcherMachine = setup({
   guards: {
     /** Neither running nor starting right after the action: dead at once. */
     deadAtFirstLook: ({ event }) => event.type === 'FIRST_LOOK' && !running(event.look) && !starting(event.look),
-    /** Its invocation changed or the manager restarted it between the looks: it died in between. */
+    /**
+     * Its invocation changed or the manager restarted it between the looks: it died in between. Only when
+     * the first look saw the action's own run begun (running or activating): a first look before that (a
+     * restart still stopping, a start still queued) saw the run before, whose invocation is meant to end.
+     */
     restartedBetweenLooks: ({ context, event }) =>
       event.type === 'SECOND_LOOK' &&
       context.first !== undefined &&
+      begun(context.first) &&
       ((context.first.invocationId !== '' && event.look.invocationId !== context.first.invocationId) || event.look.nRestarts > context.first.nRestarts),
     /** Not running and not starting at the second look. */
     deadAtSecondLook: ({ event }) => event.type === 'SECOND_LOOK' && !running(event.look) && !starting(event.look),

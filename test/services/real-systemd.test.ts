@@ -63,6 +63,25 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a rea
     expect(report.said.some((s) => s.startsWith('second look'))).toBe(false);
   });
 
+  it('a restart whose stop takes a moment is under way at the first look, not dead, and is accepted once up', async () => {
+    const state = join(inside.work, 'slow-stop-state');
+    // The unit takes 0.8 s to stop: the look right after `restart --no-block` finds it deactivating, the restart's job queued.
+    const units = (config: string): Resource[] => [
+      unitFile('slowstop', "ExecStart=/bin/sh -c 'trap \"sleep 0.8; exit 0\" TERM; while :; do sleep 0.1; done'"),
+      { type: 'file', id: 'slowstop-conf', path: '/etc/slowstop.conf', content: config },
+      service('slowstop', { restartOn: ['slowstop-unit', 'slowstop-conf'] }),
+    ];
+    expect((await apply(units('a'), { state })).code).toBe(0);
+    const before = await show('slowstop.service');
+    const { code, report } = await apply(units('b'), { state, sequence: 2 });
+    expect(report.error).toBeUndefined();
+    expect(code).toBe(0);
+    expect(report.steps.filter((s) => s.type === 'service').map((s) => [s.actions, s.status])).toEqual([[['restart (slowstop-conf changed)'], 'done']]);
+    const after = await show('slowstop.service');
+    expect(after.ActiveState).toBe('active');
+    expect(after.InvocationID).not.toBe(before.InvocationID);
+  });
+
   it('a file change restarts exactly the unit that names it, once', async () => {
     const state = join(inside.work, 'restart-state');
     const units = (config: string): Resource[] => [
