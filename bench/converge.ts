@@ -67,6 +67,11 @@ export interface ConvergeFigures {
 /** In-process runs are cheap and processes are not; both medians, over enough runs to ride out this machine's noise. */
 export const CONVERGE_RUNS = { inProcess: 15, process: 9 } as const;
 
+/** The host environment of an apply on a scratch tree, as both rows make it (a silent log, no services). */
+const benchEnv = (root: string, stateDir: string, store: Store, extra: Partial<HostEnv> = {}): HostEnv => ({
+  node: 'bench', root, stateDir, store, log: pino({ level: 'silent' }), clock: systemClock, accounts: systemAccounts(), handlers: HANDLERS, ...extra,
+});
+
 const cpuMs = () => {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1000;
@@ -86,18 +91,18 @@ async function reconcileNoops(files: number, dirs: number, runs: number): Promis
     mkdirSync(join(root, 'srv'), { recursive: true });
     mkdirSync(stateDir);
     const key = await newOperatorKey();
-    const payload = Buffer.from(JSON.stringify(declarationOf(files, dirs)));
+    const decl = declarationOf(files, dirs);
+    const payload = Buffer.from(JSON.stringify(decl));
     const kept = new RememberedKept(stateDir);
     kept.keep(Buffer.from(JSON.stringify(await sign(payload, key.seed))), 1, digestOf(payload));
-    const log = pino({ level: 'silent' });
-    const store = Store.open(stateDir, log);
+    const store = Store.open(stateDir, pino({ level: 'silent' }));
     const config = { node: 'bench', publicKey: key.publicKey } as HostConfig;
     const outbox = new Outbox(stateDir);
     const deps = {
       config: () => config,
       kept,
       outbox,
-      env: (s: Store): HostEnv => ({ node: 'bench', root, stateDir, store: s, log, clock: systemClock, accounts: systemAccounts(), handlers: HANDLERS, outbox }),
+      env: (s: Store) => benchEnv(root, stateDir, s, { outbox }),
     };
     const reconcile = async () => {
       await applyPending(deps, store, { kind: 'reconcile' });
@@ -105,7 +110,7 @@ async function reconcileNoops(files: number, dirs: number, runs: number): Promis
     };
     await reconcile(); // the first makes the tree, and speaks
     const spoken = outbox.pending().length;
-    const paths = declarationOf(files, dirs).resources.map((r) => root + (r as { path: string }).path);
+    const paths = decl.resources.map((r) => root + (r as { path: string }).path);
     const ms: number[] = [];
     const cpu: number[] = [];
     const lstatLoop: number[] = [];
@@ -135,11 +140,7 @@ export async function benchConverge(files: number, dirs: number): Promise<Conver
     const declPath = join(dir, 'decl.json');
     writeFileSync(declPath, bytes);
     writeFileSync(join(dir, 'host.json'), JSON.stringify({ node: 'bench' }));
-    const log = pino({ level: 'silent' });
-    const env: HostEnv = {
-      node: 'bench', root, stateDir: join(dir, 'state'), store: Store.open(join(dir, 'state'), log), log,
-      clock: systemClock, accounts: systemAccounts(), handlers: HANDLERS,
-    };
+    const env = benchEnv(root, join(dir, 'state'), Store.open(join(dir, 'state'), pino({ level: 'silent' })));
     const once = async () => {
       const result = await applyDeclaration(env, { received: await receiveDeclaration(bytes, { source: 'bench' }), origin: 'local', trigger: 'apply', dryRun: false, mayChangeMode: false });
       if (result.kind !== 'applied' || result.report.outcome !== 'converged') throw new Error(`bench apply: ${JSON.stringify(result).slice(0, 300)}`);

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { connect } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
@@ -8,8 +7,7 @@ import type { Resource } from '../src/declaration/schema.js';
 import { enrolledHost, unitNodeFlags } from '../test/support/daemon.js';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
 import { cpuTicks, fmt, loadAverage, median, percentile, rssMb, statusMb } from './stats.js';
-import { join } from 'node:path';
-import { projectDir } from '../test/support/cli.js';
+import { MEMORY_ENV } from '../src/release/units.js';
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -30,8 +28,7 @@ export async function benchLink(): Promise<string[]> {
   const files: Resource[] = [{ type: 'directory', id: 'app', path: '/srv/app' }, ...Array.from({ length: 100 }, (_, i): Resource => ({ type: 'file', id: `f${i}`, path: `/srv/app/f${i}.conf`, content: `key = ${i}\n` }))];
   const nodeFlags = unitNodeFlags();
   // The unit's environment too (its malloc settings): the daemon is spawned with this process's environment.
-  const unitEnv = [...readFileSync(join(projectDir, 'packaging/mesh-host.service'), 'utf8').matchAll(/^Environment=(\w+)=(\S+)$/gm)].map(([, name, value]) => `${name}=${value}`);
-  for (const assignment of unitEnv) {
+  for (const assignment of MEMORY_ENV) {
     const [name, value] = assignment.split('=') as [string, string];
     process.env[name] = value;
   }
@@ -89,7 +86,7 @@ export async function benchLink(): Promise<string[]> {
       '`kv.put` by the control side to the report arriving on `mesh.report.<node>` (the watch, the signature',
       'check, keeping `declared.json`, the apply under the lock with a fresh read of the store, the outbox and',
       'store writes with their fsyncs, the JetStream publish and its acknowledgement included). The daemon runs',
-      `as the shipped unit runs it (\`${unitEnv.join(' ')} node ${nodeFlags.join(' ')}\`, packaging/mesh-host.service).`,
+      `as the shipped unit runs it (\`${MEMORY_ENV.join(' ')} node ${nodeFlags.join(' ')}\`, packaging/mesh-host.service).`,
       '',
       '| figure | value | target |',
       '| --- | ---: | ---: |',

@@ -56,6 +56,10 @@ interface DaemonRefusal {
   declaration?: Report['declaration'];
 }
 
+/** How many resources the apply about to run goes through: what the store holds, or a delivery's own, if more. */
+const resourcesAhead = (pending: Pending, store: Store): number =>
+  Math.max(pending.kind === 'delivery' ? (pending.delivery as CarriedDelivery).payload.declaration.resources.length : 0, Object.keys(store.state.records).length);
+
 const markOf = (m: Mark | AppliedMark): Mark => ({ ...(m.epoch === undefined ? {} : { epoch: m.epoch }), sequence: m.sequence, digest: m.digest });
 
 /**
@@ -211,8 +215,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
         const started = clock.monotonic();
         const output = await store
           .run('apply', async (s) => {
-            // A reconcile goes through what the store holds; a delivery may bring more.
-            fitHeap(Math.max(input.kind === 'delivery' ? (input.delivery as CarriedDelivery).payload.declaration.resources.length : 0, Object.keys(s.state.records).length));
+            fitHeap(resourcesAhead(input, s));
             const out = await applyPending({ config: () => config, kept, outbox, env }, s, input);
             metrics.applied(input.kind, s.state.lastOutcome?.outcome ?? 'converged', (clock.monotonic() - started) / 1000);
             return out;

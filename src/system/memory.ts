@@ -26,10 +26,9 @@ export function keepHeapSmall(): void {
 export const SMALL_HEAP_BOUNDS = { heapBytes: 32 << 20, resources: 2_000 } as const;
 
 /**
- * Whether the apply about to run is small: its heap now, and the declaration it goes through. A small
- * daemon applying back to back held 15 MB of old-generation pages for 9 MB of objects; for a large heap,
- * or an apply about to build one (a 10,000-file declaration), the same collections held the event loop
- * over 100 ms at a time.
+ * Whether the apply about to run is small: its heap now, and the declaration it goes through. For a
+ * large heap, or an apply about to build one (a 10,000-file declaration), the small heap's collections
+ * held the event loop over 100 ms at a time.
  */
 export function isSmallHeap(heapBytes: number, resources: number): boolean {
   return heapBytes < SMALL_HEAP_BOUNDS.heapBytes && resources < SMALL_HEAP_BOUNDS.resources;
