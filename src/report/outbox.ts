@@ -66,7 +66,16 @@ export class Outbox {
    * megabyte whole, and its writes and fsyncs would otherwise hold the daemon's status answers.
    */
   async addAsync(report: Report): Promise<void> {
+    // The whole copy is written beside the durable one: neither waits on the other's disk.
+    const whole = this.keepWholeAsync(report);
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await writeDurablyAsync(join(this.dir, nameOf(report.sequence)), Buffer.from(JSON.stringify(sentReport(report))), 0o600);
+    await whole;
+    this.fold();
+  }
+
+  /** The whole report for the host's own reading (see wholeBeyondBound); a failure here loses only that. */
+  private async keepWholeAsync(report: Report): Promise<void> {
     try {
       await mkdir(this.fullDir, { recursive: true, mode: 0o700 });
       const path = join(this.fullDir, nameOf(report.sequence));
@@ -76,8 +85,6 @@ export class Outbox {
     } catch {
       // a convenience copy: the report itself goes on to the outbox
     }
-    await writeDurablyAsync(join(this.dir, nameOf(report.sequence)), Buffer.from(JSON.stringify(sentReport(report))), 0o600);
-    this.fold();
   }
 
   /**

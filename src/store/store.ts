@@ -8,7 +8,7 @@ import {
   appendLine, appendLineAsync, dropGeneration, readJournal, removeOtherJournals, startGeneration, startGenerationAsync, trimJournal,
   type JournalLine, type JournalMark,
 } from './records.js';
-import { emptyState, type ResourceRecord, type StoreState } from './state.js';
+import { emptyState, recordTable, type ResourceRecord, type StoreState } from './state.js';
 import { yielder } from '../system/yielder.js';
 
 export const STATE_FILE = 'state.json';
@@ -62,7 +62,7 @@ export class Store {
     onDisk: boolean,
     mark: JournalMark | undefined,
   ) {
-    this.saved = { ...initial.records };
+    this.saved = recordTable(initial.records);
     this.working = initial;
     this.mark = mark;
     this.intents = new IntentJournal(stateDir);
@@ -361,7 +361,7 @@ function readStore(stateDir: string, text: string): { state: StoreState; mark: J
     return { state: { ...emptyState(), ...head, records } as StoreState, mark, uncommitted: size > mark.length };
   }
   if (typeof value.records !== 'object' || value.records === null) throw new Error('it has no records');
-  return { state: { ...emptyState(), ...head } as StoreState, mark: undefined };
+  return { state: { ...emptyState(), ...head, records: recordTable(value.records) } as StoreState, mark: undefined };
 }
 
 function removeLeftovers(stateDir: string, log: Logger): number {
