@@ -68,8 +68,8 @@ export class Outbox {
   async addAsync(report: Report): Promise<void> {
     // The whole copy is written beside the durable one: neither waits on the other's disk.
     const whole = this.keepWholeAsync(report);
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    await writeDurablyAsync(join(this.dir, nameOf(report.sequence)), Buffer.from(JSON.stringify(sentReport(report))), 0o600);
+    const bytes = Buffer.from(JSON.stringify(sentReport(report)));
+    await intoDirectory(this.dir, () => writeDurablyAsync(join(this.dir, nameOf(report.sequence)), bytes, 0o600));
     await whole;
     this.fold();
   }
@@ -77,9 +77,9 @@ export class Outbox {
   /** The whole report for the host's own reading (see wholeBeyondBound); a failure here loses only that. */
   private async keepWholeAsync(report: Report): Promise<void> {
     try {
-      await mkdir(this.fullDir, { recursive: true, mode: 0o700 });
       const path = join(this.fullDir, nameOf(report.sequence));
-      await writeFile(`${path}.tmp`, JSON.stringify(report), { mode: 0o600 });
+      const text = JSON.stringify(report);
+      await intoDirectory(this.fullDir, () => writeFile(`${path}.tmp`, text, { mode: 0o600 }));
       await rename(`${path}.tmp`, path);
       for (const old of this.wholeBeyondBound()) await unlink(old);
     } catch {
@@ -167,6 +167,20 @@ export class Outbox {
     writeDurably(join(this.dir, nameOf(folded.sequence)), Buffer.from(JSON.stringify(folded)), 0o600);
     for (const s of folding) if (s !== folded.sequence) unlinkSync(join(this.dir, nameOf(s)));
     fsyncDirectory(this.dir);
+  }
+}
+
+/**
+ * A write into a directory of the store, the directory made (0700) only when the write finds it missing:
+ * making it before every write was a round trip to libuv's threads on every apply.
+ */
+async function intoDirectory(dir: string, write: () => Promise<void>): Promise<void> {
+  try {
+    await write();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await write();
   }
 }
 
