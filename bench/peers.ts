@@ -182,8 +182,8 @@ const has = (command: string) => spawnSync(command, ['--version'], { encoding: '
 
 export interface PeerOptions {
   sizes: number[];
-  /** Rounds per size; Puppet takes minutes at 10,000 files, so it may take fewer. */
-  rounds: number;
+  /** Rounds at each size (a median of more is steadier; a 10,000-file round takes a minute); Puppet may take fewer. */
+  rounds: (files: number) => number;
   puppetRounds: number;
   /** Only these tools (by the start of their name: mesh-host, floor, CFEngine, Puppet); all when absent. */
   tools?: string[];
@@ -214,7 +214,8 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
       ];
       const tools = all.filter((t) => !options.tools || options.tools.some((name) => t.name.startsWith(name)));
       const times = new Map<string, number[]>();
-      for (let round = 0; round < options.rounds; round++) {
+      const rounds = options.rounds(n);
+      for (let round = 0; round < rounds; round++) {
         for (const tool of tools) {
           if (tool.name === 'Puppet' && round >= options.puppetRounds) continue;
           for (const phase of PHASES) {
@@ -228,7 +229,7 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
           }
           tool.reset();
         }
-        console.error(`peers ${n}: round ${round + 1} of ${options.rounds} done`);
+        console.error(`peers ${n}: round ${round + 1} of ${rounds} done`);
       }
       for (const phase of PHASES) {
         const row: Record<string, number> = {};
@@ -243,19 +244,19 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
     }
   }
   const names = ['mesh-host', 'floor, plain (no fsync)', 'floor, durable (concurrent fsync)', 'CFEngine (in place, no fsync)', 'Puppet'];
-  rows.push(`| files, phase | ${names.join(' | ')} | mesh-host ÷ durable floor | mesh-host ÷ CFEngine |`, `| --- |${' ---: |'.repeat(names.length + 2)}`);
+  rows.push(`| files, phase | ${names.join(' | ')} | mesh-host ÷ plain floor | mesh-host ÷ durable floor | mesh-host ÷ CFEngine |`, `| --- |${' ---: |'.repeat(names.length + 3)}`);
   for (const [key, row] of Object.entries(figures)) {
     const [n, phase] = key.split('|');
     const cell = (name: string) => (row[name] === undefined ? '—' : `${fmt(row[name]!)} ms`);
     const ratio = (a: string, b: string) => (row[a] !== undefined && row[b] !== undefined ? `${(row[a]! / row[b]!).toFixed(2)}×` : '—');
-    rows.push(`| ${Number(n).toLocaleString('en')} ${phase} | ${names.map(cell).join(' | ')} | ${ratio('mesh-host', 'floor, durable (concurrent fsync)')} | ${ratio('mesh-host', 'CFEngine (in place, no fsync)')} |`);
+    rows.push(`| ${Number(n).toLocaleString('en')} ${phase} | ${names.map(cell).join(' | ')} | ${ratio('mesh-host', 'floor, plain (no fsync)')} | ${ratio('mesh-host', 'floor, durable (concurrent fsync)')} | ${ratio('mesh-host', 'CFEngine (in place, no fsync)')} |`);
   }
   out.push(
     '## Peers: the same files with mesh-host, bare-node floors, CFEngine and Puppet',
     '',
     `Whole processes, interleaved, each tool on its own copy of the same tree (N files of 1 KiB in ${DIRS} directories, mode 0640); every`,
     'run is checked file by file. Phases: first converge (empty tree), no-op, drift (20% of the files in content, 10% in mode). Medians of',
-    `${options.rounds} rounds (Puppet: ${options.puppetRounds}). The plain floor writes in place without fsync; the durable floor writes temporaries`,
+    `${options.sizes.map((n) => `${options.rounds(n)} rounds at ${n.toLocaleString('en')} files`).join(', ')} (Puppet: ${options.puppetRounds}). The plain floor writes in place without fsync; the durable floor writes temporaries`,
     'fsynced concurrently (32 in flight), renames them, and fsyncs each directory once. CFEngine writes in place without fsync. CFEngine and',
     'Puppet keep their state under the scratch directory (`cf-agent -w`, `puppet apply --confdir/--vardir/…`).',
     ...(missing.length > 0 ? ['', `Not installed here, so not measured: ${missing.join(', ')} (\`scripts/setup.sh --peers\` installs them).`] : []),
