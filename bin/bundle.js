@@ -28,6 +28,14 @@ function compileBundle(file, cachedData) {
   });
 }
 
+/** A bundle compiled and evaluated as a CommonJS module (its requires resolved beside it): the script, and its exports. */
+function loadBundle(file, cachedData) {
+  const script = compileBundle(file, cachedData);
+  const module = { exports: {} };
+  script.runInThisContext()(module.exports, createRequire(file), module, file, dirname(file));
+  return { script, exports: module.exports };
+}
+
 function readCache(file) {
   try {
     return readFileSync(`${file}.cache`);
@@ -45,13 +53,12 @@ function readCache(file) {
  */
 function runBundle(program) {
   const file = bundlePath(program);
-  const module = { exports: {} };
-  compileBundle(file, readCache(file)).runInThisContext()(module.exports, createRequire(file), module, file, dirname(file));
-  return module.exports.main(process.argv.slice(2)).then((code) => {
+  return loadBundle(file, readCache(file)).exports.main(process.argv.slice(2)).then((code) => {
     if (process.stdout.writableLength === 0 && process.stderr.writableLength === 0) process.exit(code);
   });
 }
 
 exports.bundlePath = bundlePath;
 exports.compileBundle = compileBundle;
+exports.loadBundle = loadBundle;
 exports.runBundle = runBundle;

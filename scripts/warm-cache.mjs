@@ -7,11 +7,9 @@
 //
 // usage: node scripts/warm-cache.mjs PROGRAM_BUNDLE
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-
-import { compileBundle } from '../bin/bundle.js';
+import { join, resolve } from 'node:path';
+import { loadBundle } from '../bin/bundle.js';
 
 const file = resolve(process.argv[2]);
 const scratch = mkdtempSync(join(tmpdir(), 'mesh-host-warm-'));
@@ -24,11 +22,9 @@ try {
   writeFileSync(join(scratch, 'host.json'), JSON.stringify({ node: 'warm' }));
   const host = ['--root', join(scratch, 'root'), '--state-dir', join(scratch, 'state'), '--config', join(scratch, 'host.json'), '--log-level', 'error'];
 
-  const script = compileBundle(file);
-  const module = { exports: {} };
-  script.runInThisContext()(module.exports, createRequire(file), module, file, dirname(file));
+  const { script, exports } = loadBundle(file);
   for (const command of [['apply', declaration], ['apply', declaration], ['status']]) {
-    const code = await module.exports.main([...command, ...host]);
+    const code = await exports.main([...command, ...host]);
     if (code !== 0) throw new Error(`the warm-up's ${command[0]} exited ${code}`);
   }
   writeFileSync(`${file}.cache`, script.createCachedData());
