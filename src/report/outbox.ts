@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, readdirSync, statSync, unlinkSync, writeFileSy
 import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fsyncDirectory, fsyncDirectoryAsync, writeDurably, writeDurablyAsync } from '../store/durable.js';
+import { letGo } from '../system/yielder.js';
 import type { Report } from './report.js';
 import { asSent, fitReport, foldReports, sentReport, type SentReport } from './sent.js';
 
@@ -66,7 +67,9 @@ export class Outbox {
    * megabyte whole, and its writes and fsyncs would otherwise hold the daemon's status answers.
    */
   async addAsync(report: Report): Promise<void> {
-    // The whole copy is written beside the durable one: neither waits on the other's disk.
+    // The whole copy is written beside the durable one: neither waits on the other's disk. Its
+    // stringifying (a megabyte at 10,000 steps) waits a turn, so that a daemon answers between it and
+    // the sent report's.
     const whole = this.keepWholeAsync(report);
     const bytes = Buffer.from(JSON.stringify(sentReport(report)));
     await intoDirectory(this.dir, () => writeDurablyAsync(join(this.dir, nameOf(report.sequence)), bytes, 0o600));
@@ -76,6 +79,7 @@ export class Outbox {
 
   /** The whole report for the host's own reading (see wholeBeyondBound); a failure here loses only that. */
   private async keepWholeAsync(report: Report): Promise<void> {
+    await letGo();
     try {
       const path = join(this.fullDir, nameOf(report.sequence));
       const text = JSON.stringify(report);
