@@ -19,10 +19,10 @@ for (const program of ['mesh-host', 'meshctl']) {
   const outfile = `dist/bin/${program}.cjs`;
   await build(programBundle({ entry: `src/cli/${program}.ts`, outfile, info, apart: true }));
   asciiOnly(outfile);
-  // The cache holds what V8 compiles up front (the module wrappers, the top level); the functions a
-  // command runs are compiled when first called, as without it. mesh-host's is made again below,
-  // after a warm-up.
-  writeFileSync(`${outfile}.cache`, compileBundle(outfile).createCachedData());
+  // meshctl's cache holds what V8 compiles up front (the module wrappers, the top level); the functions
+  // a command runs are compiled when first called, as without it. mesh-host's is made below, after a
+  // warm-up, once the scripts it may read are built.
+  if (program !== 'mesh-host') writeFileSync(`${outfile}.cache`, compileBundle(outfile).createCachedData());
 }
 
 for (const group of Object.keys(APART)) {
