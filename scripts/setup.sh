@@ -5,6 +5,47 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Node.js is the one thing the machine must bring (the README's prerequisites): Debian 12's own nodejs is
+# older than what package.json's engines ask for. Said in one line, before anything is installed.
+needed=$(sed -n 's/.*"node": *">=\([0-9.]*\)".*/\1/p' package.json)
+have=$(node -p 'process.versions.node' 2>/dev/null || true)
+if [ -z "$have" ] || [ "$(printf '%s\n%s\n' "$needed" "$have" | sort -V | head -n1)" != "$needed" ]; then
+  echo "setup: mesh-host needs Node.js $needed or newer (found: ${have:-no node on PATH}); install it first, see the README's set-up" >&2
+  exit 2
+fi
+
+# Runs a command with /usr/sbin/policy-rc.d refusing every service start (invoke-rc.d's own switch), and
+# leaves the machine's policy-rc.d exactly as it found it, on success or failure. One that already refuses
+# starts (most container images ship one that says 'exit 101') is used as it is; any other is set aside
+# and put back afterwards, byte for byte, with its mode and owner.
+keep_services_stopped() {
+  local policy=/usr/sbin/policy-rc.d saved="" status=0
+  if [ -e "$policy" ] || [ -L "$policy" ]; then
+    if [ -x "$policy" ] && { "$policy" mesh-host-setup start >/dev/null 2>&1; [ $? -eq 101 ]; }; then
+      "$@"
+      return
+    fi
+    saved=$(mktemp /usr/sbin/.policy-rc.d.mesh-host.XXXXXX)
+    mv -f "$policy" "$saved"
+  fi
+  printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy"
+  # shellcheck disable=SC2064 # the names are fixed now, on purpose
+  trap "rm -f '$policy'; [ -z '$saved' ] || mv -f '$saved' '$policy'" EXIT
+  "$@" || status=$?
+  rm -f "$policy"
+  [ -z "$saved" ] || mv -f "$saved" "$policy"
+  trap - EXIT
+  return "$status"
+}
+
+# Debian packages, from the registry's current lists (fetched once a run), none of their services started.
+lists_fresh=""
+install_packages() {
+  export DEBIAN_FRONTEND=noninteractive
+  [ -n "$lists_fresh" ] || { apt-get update -qq; lists_fresh=1; }
+  keep_services_stopped apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
 need=()
 for pair in systemd-nspawn:systemd-container mmdebstrap:mmdebstrap,gpg,debian-archive-keyring,arch-test nats-server:nats-server nft:nftables ip:iproute2 strace:strace dot:graphviz nsenter:util-linux /usr/bin/time:time strip:binutils tar:tar gzip:gzip python3:python3-minimal; do
   # A command, and the packages that bring it (comma-separated).
@@ -21,9 +62,7 @@ if [ "${1:-}" = "--peers" ]; then
 fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  install_packages "${need[@]}"
   # The peers are run by the benchmark alone, on scratch trees: their own services stay off.
   if [ "${1:-}" = "--peers" ] && command -v systemctl >/dev/null 2>&1; then
     systemctl disable --now puppet cfengine3 >/dev/null 2>&1 || true
@@ -40,15 +79,7 @@ for pair in ufw:ufw firewall-cmd:firewalld fail2ban-client:fail2ban iptables-leg
 done
 if [ ${#firewall_packages[@]} -gt 0 ]; then
   echo "setup: installing ${firewall_packages[*]} with their services kept from starting" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  policy=/usr/sbin/policy-rc.d
-  [ -e "$policy" ] && { echo "setup: $policy exists; not replacing it" >&2; exit 1; }
-  printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy"
-  trap 'rm -f "$policy"' EXIT
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${firewall_packages[@]}" >/dev/null
-  rm -f "$policy"
-  trap - EXIT
+  install_packages "${firewall_packages[@]}"
 fi
 firewall_units=()
 for unit in ufw.service firewalld.service fail2ban.service; do
