@@ -83,13 +83,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
   const archiveObjects = connectionArchiveObjects(() => link.connection, () => (config.servers.length === 0 ? 'no servers are configured' : 'the link is not connected'));
   let linkUp = false;
   const savedState = savedStateReader(paths.stateDir);
-  const metrics = await startDaemonMetrics(config, {
-    outboxWaiting: () => outbox.pending().length,
-    lastReport: () => lastReport(),
-    refusals: () => savedState()?.refusals ?? {},
-    linkUp: () => linkUp,
-    now: () => clock.now().getTime(),
-  }, log);
+  // Defined before the metrics start: their first textfile write, at start, asks for the last report.
   /** The last report made: its sequence as saved, and when the outcome that made it was (an outcome that spent no sequence does not count). */
   let lastReportSeen: { sequence: number; at: string } | null = null;
   const lastReport = () => {
@@ -99,6 +93,13 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     if (lastReportSeen?.sequence !== sequence) lastReportSeen = { sequence, at: s?.lastOutcome?.at ?? clock.now().toISOString() };
     return lastReportSeen;
   };
+  const metrics = await startDaemonMetrics(config, {
+    outboxWaiting: () => outbox.pending().length,
+    lastReport: () => lastReport(),
+    refusals: () => savedState()?.refusals ?? {},
+    linkUp: () => linkUp,
+    now: () => clock.now().getTime(),
+  }, log);
   const env = (s: Store) => hostEnvironment({ paths, config, store: s, deps: options, serviceManager, outbox, archiveObjects, facts: async () => ({ links: await links() }) });
 
   /** A refusal made outside the worker: reported under the lock, and every report then waiting handed to the machine. */

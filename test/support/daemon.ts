@@ -57,7 +57,11 @@ export function unitNodeFlags(): string[] {
   return exec.slice(1, exec.findIndex((word) => word.endsWith('/bin/mesh-host')));
 }
 
-export async function enrolledHost(servers: string[], options: { resources?: Resource[]; config?: object; replicas?: number; nodeFlags?: string[]; logLevel?: 'debug' | 'info' } = {}): Promise<HostFixture> {
+export async function enrolledHost(servers: string[], options: {
+  resources?: Resource[]; config?: object; replicas?: number; nodeFlags?: string[]; logLevel?: 'debug' | 'info';
+  /** A single executable to run the daemon with, instead of this checkout's bin/mesh-host under this node. */
+  program?: string;
+} = {}): Promise<HostFixture> {
   const s = scratch('mesh-host-daemon-');
   const node = `node-${process.pid}-${++fixtures}`;
   const root = join(s.dir, 'root');
@@ -92,7 +96,8 @@ export async function enrolledHost(servers: string[], options: { resources?: Res
     node, dir: s.dir, root, state, config, seed, flags,
     log: () => log,
     async start({ via = [] } = {}) {
-      const command = [...via, process.execPath, ...(options.nodeFlags ?? []), join(projectDir, 'bin/mesh-host'), 'run', ...flags, '--log-level', options.logLevel ?? 'debug'];
+      const program = options.program ? [options.program] : [process.execPath, ...(options.nodeFlags ?? []), join(projectDir, 'bin/mesh-host')];
+      const command = [...via, ...program, 'run', ...flags, '--log-level', options.logLevel ?? 'debug'];
       proc = spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
       const launcher = proc;
       daemonPid = via.length === 0 ? () => launcher.pid : () => (launcher.pid === undefined ? undefined : childOf(launcher.pid));
