@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what mesh-host and its tests need on a fresh Debian machine, as root: the real components
 # the tests start (systemd-container, mmdebstrap for an OpenRC tree, nats-server, nftables, iproute2,
-# strace, graphviz, the firewalls; GNU tar, gzip and python3 build the hostile archives), then the package itself with `npm ci` (which builds dist/ in `prepare`).
+# strace, graphviz, the firewalls; GNU tar, gzip and python3 build the hostile archives; podman, Debian's
+# docker-registry and busybox-static give the container tests a real engine, registry and image), then the
+# package itself with `npm ci` (which builds dist/ in `prepare`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,6 +56,9 @@ for pair in systemd-nspawn:systemd-container mmdebstrap:mmdebstrap,gpg,debian-ar
     need+=("${packages[@]}")
   fi
 done
+# The container tests' image is busybox-static's one binary: Debian's dynamically linked busybox would not
+# run alone in an image.
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need+=(busybox-static)
 # --peers: the tools the peer benchmark runs beside mesh-host (npm run bench -- peers).
 if [ "${1:-}" = "--peers" ]; then
   for pair in puppet:puppet cf-agent:cfengine3; do
@@ -74,7 +79,7 @@ fi
 # then disabled on this machine's root: they must never filter this machine, nor start in a test's
 # container over its root. ufw's own switch (ENABLED=no in /etc/ufw/ufw.conf) is left as shipped.
 firewall_packages=()
-for pair in ufw:ufw firewall-cmd:firewalld fail2ban-client:fail2ban iptables-legacy-save:iptables podman:podman; do
+for pair in ufw:ufw firewall-cmd:firewalld fail2ban-client:fail2ban iptables-legacy-save:iptables podman:podman docker-registry:docker-registry; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || firewall_packages+=("${pair#*:}")
 done
 if [ ${#firewall_packages[@]} -gt 0 ]; then
@@ -82,7 +87,8 @@ if [ ${#firewall_packages[@]} -gt 0 ]; then
   install_packages "${firewall_packages[@]}"
 fi
 firewall_units=()
-for unit in ufw.service firewalld.service fail2ban.service; do
+# The registry is started by the container tests alone, on a container's loopback.
+for unit in ufw.service firewalld.service fail2ban.service docker-registry.service; do
   if [ "$(systemctl --root=/ is-enabled "$unit" 2>/dev/null)" = enabled ]; then firewall_units+=("$unit"); fi
 done
 if [ ${#firewall_units[@]} -gt 0 ]; then

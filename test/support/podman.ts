@@ -1,0 +1,162 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, copyFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import type { RunResult } from '../../src/system/runner.js';
+import { containerUnavailable, startSystemdContainer, type SystemdContainer } from './systemd-container.js';
+
+/**
+ * A real container engine for the tests: podman's Docker-compatible API service, inside the systemd
+ * container the suite boots (podman cannot run containers on this machine's own root), with its socket
+ * in a scratch folder bound at the same path, so code running out here talks to it as to any engine.
+ * Beside it, Debian's docker-registry on the container's loopback for pulls by digest, and a busybox
+ * image made offline from busybox-static.
+ */
+export interface Podman {
+  container: SystemdContainer;
+  /** A folder visible at the same path out here and inside the container. */
+  scratch: string;
+  /** The engine's API socket, reachable from out here. */
+  socket: string;
+  /** The registry as an image reference's host (`127.0.0.1:5000`), reachable by the engine. */
+  registry: string;
+  /** A local image made from busybox-static (`localhost/busybox:base`), command `/bin/sh`. */
+  baseImage: string;
+  podman(args: string[], timeoutMs?: number): Promise<RunResult>;
+  /** A new image of its own (its own id, a label says `variant`), pushed to the registry and gone from the engine: `REF@sha256:…`. */
+  pushImage(variant: string): Promise<string>;
+  /** A `podman save` archive of a new image of its own (not in the engine): its path and the name it carries. */
+  saveImage(variant: string): Promise<{ path: string; name: string }>;
+  stop(): Promise<void>;
+}
+
+const REGISTRY = '127.0.0.1:5000';
+
+/** Why podman cannot be run by the tests here, or undefined when it can. */
+export function podmanUnavailable(): string | undefined {
+  const container = containerUnavailable();
+  if (container) return container;
+  for (const [command, pkg] of [['podman', 'podman'], ['docker-registry', 'docker-registry'], ['/bin/busybox', 'busybox-static']]) {
+    try {
+      execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
+    } catch {
+      return `${command} is not installed (apt-get install ${pkg})`;
+    }
+  }
+  return undefined;
+}
+
+/** A root holding busybox-static and a link for each of its applets, as a tar: an image's one layer. */
+function busyboxTar(scratch: string): string {
+  const root = join(scratch, 'busybox-root');
+  mkdirSync(join(root, 'bin'), { recursive: true });
+  mkdirSync(join(root, 'tmp'));
+  copyFileSync('/bin/busybox', join(root, 'bin/busybox'));
+  for (const applet of execFileSync('/bin/busybox', ['--list'], { encoding: 'utf8' }).split('\n')) {
+    if (applet && applet !== 'busybox') symlinkSync('busybox', join(root, 'bin', applet));
+  }
+  const tar = join(scratch, 'busybox.tar');
+  execFileSync('tar', ['-C', root, '-cf', tar, '.']);
+  return tar;
+}
+
+/**
+ * The container's /etc starts empty: podman's configuration comes as a scratch folder. Cgroups are off
+ * (the one way crun runs under this machine's hybrid cgroups), and the local registry speaks plain HTTP.
+ */
+function containersEtc(scratch: string): string {
+  const etc = join(scratch, 'etc-containers');
+  mkdirSync(etc);
+  writeFileSync(join(etc, 'policy.json'), JSON.stringify({ default: [{ type: 'insecureAcceptAnything' }] }));
+  writeFileSync(join(etc, 'containers.conf'), '[containers]\ncgroups = "disabled"\n');
+  writeFileSync(join(etc, 'registries.conf'), `unqualified-search-registries = []\n[[registry]]\nlocation = "${REGISTRY}"\ninsecure = true\n`);
+  return etc;
+}
+
+/** Asks the socket for `/_ping` until it answers OK, bounded. */
+async function answers(socket: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const req = request({ socketPath: socket, path: '/_ping', timeout: 2000 }, (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      });
+      req.on('error', () => resolve(false));
+      req.on('timeout', () => req.destroy());
+      req.end();
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`the podman API at ${socket} did not answer within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function must(result: Promise<RunResult>, what: string): Promise<RunResult> {
+  const r = await result;
+  if (r.code !== 0) throw new Error(`${what} failed (${r.code}): ${r.stderr || r.stdout || r.failure?.message}`);
+  return r;
+}
+
+export async function startPodman(): Promise<Podman> {
+  const scratch = mkdtempSync('/tmp/mesh-podman-');
+  const tar = busyboxTar(scratch);
+  const etc = containersEtc(scratch);
+  const container = await startSystemdContainer({
+    binds: [scratch, `${etc}:/etc/containers`],
+    // CNI's bridge plugin runs iptables, found through /etc/alternatives.
+    readOnlyBinds: ['/etc/alternatives'],
+    privateNetwork: true,
+    bootTimeoutMs: 120_000,
+    initArgs: ['systemd.mask=systemd-networkd-wait-online.service'],
+  });
+  try {
+    const socket = join(scratch, 'podman.sock');
+    const podman = (args: string[], timeoutMs = 60_000) => container.exec('podman', args, timeoutMs);
+    writeFileSync(join(scratch, 'registry.yml'), `version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: /var/lib/mesh-test-registry\nhttp:\n  addr: ${REGISTRY}\n`);
+    // Transient units of the container's systemd: they end with it.
+    await must(container.exec('systemd-run', ['--unit=mesh-test-podman-api', 'podman', 'system', 'service', '--time=0', `unix://${socket}`]), 'starting podman system service');
+    await must(container.exec('systemd-run', ['--unit=mesh-test-registry', 'docker-registry', 'serve', join(scratch, 'registry.yml')]), 'starting docker-registry');
+    const baseImage = 'localhost/busybox:base';
+    await must(podman(['import', '--change', 'CMD ["/bin/sh"]', tar, baseImage]), 'podman import');
+    await answers(socket, 30_000);
+    const variant = async (name: string): Promise<string> => {
+      const local = `localhost/busybox-${name}:latest`;
+      await must(podman(['import', '--change', 'CMD ["/bin/sh"]', '--change', `LABEL variant=${name}`, tar, local]), 'podman import');
+      return local;
+    };
+    return {
+      container,
+      scratch,
+      socket,
+      registry: REGISTRY,
+      baseImage,
+      podman,
+      async pushImage(name) {
+        const local = await variant(name);
+        const remote = `${REGISTRY}/busybox-${name}`;
+        const digestFile = join(scratch, `digest-${name}`);
+        await must(podman(['push', '--digestfile', digestFile, local, `${remote}:latest`]), 'podman push');
+        await must(podman(['rmi', local]), 'podman rmi');
+        return `${remote}@${readFileSync(digestFile, 'utf8').trim()}`;
+      },
+      async saveImage(name) {
+        const local = await variant(name);
+        const path = join(scratch, `${name}.tar`);
+        await must(podman(['save', '--format', 'docker-archive', '-o', path, local]), 'podman save');
+        await must(podman(['rmi', local]), 'podman rmi');
+        return { path, name: local };
+      },
+      async stop() {
+        // The containers go first: the container would otherwise wait for them at power-off.
+        await podman(['rm', '-f', '-t', '0', '--all']).catch(() => undefined);
+        await container.stop();
+        rmSync(scratch, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await container.stop();
+    rmSync(scratch, { recursive: true, force: true });
+    throw err;
+  }
+}
