@@ -30,8 +30,12 @@ const running = (l: Look) => l.activeState === 'active' || l.activeState === 're
  * right after the action came 156 ms later and still found `sleep` being sent SIGTERM.
  */
 const starting = (l: Look) => l.activeState === 'activating' || (l.job && (l.activeState === 'inactive' || l.activeState === 'deactivating' || l.activeState === 'failed'));
-/** The action's own run has begun: up, or coming up. */
-const begun = (l: Look) => running(l) || l.activeState === 'activating';
+/**
+ * The action's own run has begun: up, or coming up. Not a unit still up with a restart's job queued: that
+ * is the run before, which the restart has yet to stop (on a loaded machine, or while the job waits its
+ * turn behind another unit's, the look can come before the stop begins), so its invocation is meant to end.
+ */
+const begun = (l: Look, action: WatcherInput['action']) => (running(l) && !(action === 'restart' && l.job)) || l.activeState === 'activating';
 const state = (l: Look) => `ActiveState=${l.activeState}, SubState=${l.subState}, Result=${l.result}`;
 
 /**
@@ -50,15 +54,17 @@ export const unitWatcherMachine = setup({
     /** Neither running nor starting right after the action: dead at once. */
     deadAtFirstLook: ({ event }) => event.type === 'FIRST_LOOK' && !running(event.look) && !starting(event.look),
     /**
-     * Its invocation changed or the manager restarted it between the looks: it died in between. Only when
-     * the first look saw the action's own run begun (running or activating): a first look before that (a
-     * restart still stopping, a start still queued) saw the run before, whose invocation is meant to end.
+     * The manager restarted it between the looks, or its invocation changed: it died in between. The
+     * invocation counts only when the first look saw the action's own run begun (running or activating): a first look before that (a
+     * restart not yet stopping or still stopping, a start still queued) saw the run before, whose
+     * invocation is meant to end. A restart the host asked for is never counted as one between the looks.
      */
     restartedBetweenLooks: ({ context, event }) =>
       event.type === 'SECOND_LOOK' &&
       context.first !== undefined &&
-      begun(context.first) &&
-      ((context.first.invocationId !== '' && event.look.invocationId !== context.first.invocationId) || event.look.nRestarts > context.first.nRestarts),
+      // The manager's own restarts are counted whatever the first look saw: the host's restart never adds to them.
+      (event.look.nRestarts > context.first.nRestarts ||
+        (begun(context.first, context.action) && context.first.invocationId !== '' && event.look.invocationId !== context.first.invocationId)),
     /** Not running and not starting at the second look. */
     deadAtSecondLook: ({ event }) => event.type === 'SECOND_LOOK' && !running(event.look) && !starting(event.look),
   },

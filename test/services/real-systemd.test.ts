@@ -82,6 +82,31 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`services on a rea
     expect(after.InvocationID).not.toBe(before.InvocationID);
   });
 
+  it('a restart whose job waits behind another unit\'s is the restart asked for, not one between the looks', async () => {
+    const state = join(inside.work, 'queued-restart-state');
+    // `late` starts before `gate`, so it stops after it; gate takes 0.6 s to stop. Restarting both, gate
+    // first, late's restart job waits for gate's stop: the look right after it finds late still up on its old
+    // run, the job queued. By the second look (1.5 s on) the restart has run and late is on a new
+    // invocation: the host's own restart, which must be accepted.
+    const units = (config: string): Resource[] => [
+      unitFile('gate', "ExecStart=/bin/sh -c 'trap \"sleep 0.6; exit 0\" TERM; while :; do sleep 0.1; done'"),
+      { type: 'file', id: 'late-unit', path: '/etc/systemd/system/late.service', content: '[Unit]\nDescription=late\nBefore=gate.service\n\n[Service]\nExecStart=/bin/sleep 1000\n' },
+      { type: 'file', id: 'pair-conf', path: '/etc/pair.conf', content: config },
+      service('gate', { restartOn: ['gate-unit', 'pair-conf'] }),
+      service('late', { restartOn: ['late-unit', 'pair-conf'] }),
+    ];
+    expect((await apply(units('a'), { state })).code).toBe(0);
+    const before = await show('late.service');
+    const { code, report } = await apply(units('b'), { state, sequence: 2 });
+    expect(report.error).toBeUndefined();
+    expect(code).toBe(0);
+    expect(report.steps.filter((s) => s.type === 'service').map((s) => [s.resource, s.status])).toEqual([['gate', 'done'], ['late', 'done']]);
+    const after = await show('late.service');
+    expect(after.ActiveState).toBe('active');
+    expect(after.InvocationID).not.toBe(before.InvocationID);
+    expect(after.NRestarts).toBe(before.NRestarts);
+  });
+
   it('a file change restarts exactly the unit that names it, once', async () => {
     const state = join(inside.work, 'restart-state');
     const units = (config: string): Resource[] => [

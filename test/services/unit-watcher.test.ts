@@ -36,6 +36,23 @@ describe('the two looks at a unit the apply acted on', () => {
   });
 });
 
+describe('a restart whose job had not begun at the first look', () => {
+  it('is the run before, still up: a new run at the second look is the restart asked for, accepted', () => {
+    const first = look({ invocationId: 'a', job: true, sinceActionMs: 30 });
+    expect(verdict('restart', first, look({ invocationId: 'b', sinceActionMs: 1500 })).output).toEqual({ accepted: true, unit: 'app.service' });
+  });
+
+  it('is still failed when the service manager restarted the new run on its own', () => {
+    const out = verdict('restart', look({ invocationId: 'a', job: true }), look({ invocationId: 'c', nRestarts: 1, sinceActionMs: 1500 }));
+    expect(out.output).toMatchObject({ accepted: false, message: expect.stringMatching(/^app\.service was restarted by the service manager 1 times between the looks/) });
+  });
+
+  it('does not excuse a reload: a reload keeps its run, so another invocation at the second look is a death', () => {
+    const out = verdict('reload', look({ activeState: 'reloading', invocationId: 'a', job: true }), look({ invocationId: 'b', sinceActionMs: 1500 }));
+    expect(out.output).toMatchObject({ accepted: false, message: expect.stringMatching(/^app\.service was restarted by the service manager 1 times between the looks/) });
+  });
+});
+
 describe('a run that began and was replaced between the looks', () => {
   it('is still caught when the first look saw the action\'s own run up', () => {
     const out = verdict('restart', look({ invocationId: 'b', sinceActionMs: 20 }), look({ invocationId: 'c', sinceActionMs: 1500 }));
