@@ -90,7 +90,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`metrics of a real
     const lastNow = all.at(-1)!.sequence;
     for (const until = Date.now() + 20_000; ; await new Promise((r) => setTimeout(r, 100))) {
       scraped = samples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
-      if (value(scraped, 'mesh_host_last_report_sequence') === lastNow) break;
+      // The report is saved before the apply that made it is counted: wait for both.
+      if (value(scraped, 'mesh_host_last_report_sequence') === lastNow && (value(scraped, 'mesh_host_applies_total', { trigger: 'reconcile', outcome: 'converged' }) ?? 0) >= reconciles) break;
       if (Date.now() > until) throw new Error(`the scrape never showed report ${lastNow}: ${JSON.stringify([...scraped])}`);
     }
     expect(value(scraped, 'mesh_host_drift_found_total', { kind: 'path' })).toBe(driftSaid);
