@@ -16,6 +16,7 @@ import { LinkSession } from '../src/link/session.js';
 import { systemClock } from '../src/system/clock.js';
 import { Outbox, REPORT_HEADROOM } from '../src/report/outbox.js';
 import { receiveDeclaration } from '../src/declaration/load.js';
+import { markOf } from '../src/declaration/order.js';
 import type { Report } from '../src/report/report.js';
 import type { Logger } from '../src/system/log.js';
 import { reportSigner, type ReportSigner } from '../src/link/report-trust.js';
@@ -68,7 +69,7 @@ for (let i = Number(first); i < Number(first) + hosts; i++) {
           const { declaration, digest } = await receiveDeclaration(Buffer.from(bytes), { source: `revision ${revision}`, node, requireSignature: true, pinnedKey: publicKey });
           const report: Report = {
             node, sequence: ++reportSequence, trigger: 'delivery',
-            declaration: { ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest },
+            declaration: markOf(declaration, digest),
             mode: declaration.mode, outcome: 'converged',
             steps: declaration.resources.map((r) => ({ resource: r.id, type: r.type, target: 'path' in r ? String(r.path) : r.id, actions: [], status: 'unchanged' as const })),
             said: [], facts: { held: [], links: [], filters: [], foundFirewall: null }, startedAt, finishedAt: new Date().toISOString(),

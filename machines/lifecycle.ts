@@ -1,11 +1,8 @@
 import { assign, fromCallback, fromPromise, raise, setup, type ActorRefFrom } from 'xstate';
-import { orderConflict, type HeldMark, type OrderMark } from '../src/declaration/order.js';
+import { markOf, orderConflict, type HeldMark, type Mark } from '../src/declaration/order.js';
 
 export type Mode = 'adopted' | 'converged';
 export type Ending = 'stop' | 'standAside' | 'move';
-
-/** A declaration's place in the order: (epoch, sequence), and its digest. */
-export type Mark = OrderMark;
 
 /** What the link delivered: enough for the machine to order it; the bytes travel with it, unread here. */
 export interface Delivery extends Mark {
@@ -14,9 +11,6 @@ export interface Delivery extends Mark {
   /** Opaque to the machine: what the worker applies. */
   payload?: unknown;
 }
-
-/** The kept declaration (declared.json) as the machine knows it: its order. */
-export type KeptMark = Mark;
 
 /** A value of the node's key: which revision, holding what. */
 export interface KeyValue {
@@ -50,7 +44,7 @@ export interface LoadedStore {
   /** The last applied declaration, as the store records it. */
   applied?: Mark;
   /** The kept declaration, when there is one and it opens. */
-  kept?: KeptMark;
+  kept?: Mark;
   /** The value of the node's key this host last took (kept, or applied by genesis), as its hint says. */
   keyValue?: KeyValue;
 }
@@ -66,7 +60,7 @@ export interface LifecycleContext {
   inFlight?: Pending;
   /** The newest declaration applied, and the newest kept: deliveries are ordered against them and the queue. */
   applied?: Mark;
-  kept?: KeptMark;
+  kept?: Mark;
   /** The value of the node's key this host last took: read again, it is not a new delivery. */
   keyValue?: KeyValue;
   ending?: Ending;
@@ -431,9 +425,5 @@ export const lifecycleMachine = setup({
     stopped: { type: 'final' },
   },
 });
-
-function markOf(d: Mark): Mark {
-  return { ...(d.epoch === undefined ? {} : { epoch: d.epoch }), sequence: d.sequence, digest: d.digest };
-}
 
 export type LifecycleActor = ActorRefFrom<typeof lifecycleMachine>;

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { Received } from '../declaration/load.js';
+import { markOf } from '../declaration/order.js';
 import type { Mode } from '../declaration/schema.js';
 import type { Accounts } from '../resources/accounts.js';
 import { applyPlan, footprintOf, planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
@@ -18,7 +19,7 @@ import { fingerprintOf, shouldSpeak } from '../report/speak.js';
 import type { ManagerChoice } from '../services/choose.js';
 import { serviceRuntime } from '../services/runtime.js';
 import type { Outbox } from '../report/outbox.js';
-import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../archive/limits.js';
+import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../config/archive-limits.js';
 import type { ArchiveObjectsProvider } from '../archive/objects.js';
 import { settleFoundFirewall, type FirewallEnv, type Settled } from '../firewall/settle.js';
 import { filtersNotRead } from '../firewall/read.js';
@@ -154,7 +155,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       node: env.node,
       sequence: 0,
       trigger: request.trigger,
-      declaration: { ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest },
+      declaration: markOf(declaration, digest),
       mode: declaration.mode,
       outcome: error ? 'failed' : 'converged',
       ...(error ? { error } : {}),
@@ -174,12 +175,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     store.updateHead((state) => {
       state.mode = declaration.mode;
       state.held = report.facts.held;
-      state.lastApplied = {
-        ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }),
-        sequence: declaration.sequence,
-        digest,
-        at: finishedAt,
-      };
+      state.lastApplied = { ...markOf(declaration, digest), at: finishedAt };
       if (speaks) {
         state.reportSequence += 1;
         report.sequence = state.reportSequence;

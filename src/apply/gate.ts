@@ -1,6 +1,6 @@
 import type { Declaration, Mode } from '../declaration/schema.js';
 import type { HandlerTable } from '../resources/converge.js';
-import type { AppliedMark } from '../store/state.js';
+import type { Mark } from '../declaration/order.js';
 import type { RefusalKind } from '../system/errors.js';
 import { orderProblem } from './order.js';
 
@@ -12,7 +12,7 @@ export interface Refusal {
 }
 
 export interface GateFacts {
-  lastApplied: AppliedMark | undefined;
+  lastApplied: Mark | undefined;
   recordedMode: Mode | undefined;
   /** Only a signed declaration the link delivers may change the recorded mode. */
   mayChangeMode: boolean;

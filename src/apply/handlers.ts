@@ -3,7 +3,7 @@ import type { ArchiveResource, ServiceResource } from '../declaration/schema.js'
 import type { ResourceHandler } from '../resources/types.js';
 
 /** The service handler (and XState with it) is loaded only by an apply that has services. */
-const service = () => import('../services/service.js').then((m) => m.serviceHandler);
+const service = () => import('../resources/service.js').then((m) => m.serviceHandler);
 const lazyService: ResourceHandler<ServiceResource> = {
   converge: async (resource, ctx, apply) => (await service()).converge(resource, ctx, apply),
   remove: async (record, ctx, apply) => (await service()).remove(record, ctx, apply),

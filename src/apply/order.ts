@@ -1,6 +1,5 @@
 import type { Declaration } from '../declaration/schema.js';
-import { compareOrder, describeOrder } from '../declaration/order.js';
-import type { AppliedMark } from '../store/state.js';
+import { compareOrder, describeOrder, type Mark } from '../declaration/order.js';
 
 /**
  * A declaration applied by hand (a file, genesis, the reconcile of what is kept) against the last
@@ -9,7 +8,7 @@ import type { AppliedMark } from '../store/state.js';
  * the machine. What the link delivers is ordered by the lifecycle, with the sequence alone when there
  * is no epoch. Returns the reason for refusing, or undefined.
  */
-export function orderProblem(declaration: Declaration, digest: string, last: AppliedMark | undefined): string | undefined {
+export function orderProblem(declaration: Declaration, digest: string, last: Mark | undefined): string | undefined {
   if (declaration.epoch === undefined || last === undefined || last.epoch === undefined) return undefined;
   const order = compareOrder(declaration, last);
   const said = describeOrder(declaration);

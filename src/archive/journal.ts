@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { fsyncDirectory, writeDurably } from '../store/durable.js';
+import { fsyncDirectory, writeDurably } from '../system/durable.js';
 import { readFully } from '../system/read.js';
 import { localPathProblem, parentOf } from './local-path.js';
 import { ArchiveRefused } from './refusal.js';

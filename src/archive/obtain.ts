@@ -1,6 +1,6 @@
 import { ArchiveCache } from './cache.js';
 import { digestMismatch, sha256Hex, sha256OfFile } from './digest.js';
-import type { ArchiveLimits } from './limits.js';
+import type { ArchiveLimits } from '../config/archive-limits.js';
 import type { ArchiveObjectsProvider } from './objects.js';
 import type { ArchiveBytes } from './read.js';
 import { ArchiveRefused } from './refusal.js';

@@ -4,7 +4,7 @@ import { open } from 'node:fs/promises';
 import { Readable, pipeline } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { Parser, type ReadEntry } from 'tar';
-import type { ArchiveLimits } from './limits.js';
+import type { ArchiveLimits } from '../config/archive-limits.js';
 import { entryName, parentOf } from './local-path.js';
 import { ArchiveRefused } from './refusal.js';
 

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
-import { fsyncDirectory } from '../store/durable.js';
-import type { ArchiveLimits } from './limits.js';
+import { fsyncDirectory } from '../system/durable.js';
+import type { ArchiveLimits } from '../config/archive-limits.js';
 import { joinTarget } from './local-path.js';
 import { readArchive, type ArchiveBytes, type Manifest, type ManifestEntry } from './read.js';
 import { saveJournal, type Journal, type JournalEntry, type JournalOriginal, type Seen } from './journal.js';

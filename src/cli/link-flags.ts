@@ -1,7 +1,8 @@
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { LinkAuth } from '../config/link-auth.js';
-import type { LinkSettings } from '../link/connect.js';
+import { connectLink, type LinkSettings } from '../link/connect.js';
 import type { Flags } from './args.js';
-import { stringFlag } from './context.js';
+import { stringFlag, type CommandContext } from './context.js';
 
 /** `--creds`, `--nkey`, `--tls-ca`, `--tls-cert`, `--tls-key`, as the NATS tools name them, for meshctl's own connection and for a bundle. */
 export function linkAuthFromFlags(flags: Flags): LinkAuth {
@@ -15,4 +16,9 @@ export function linkAuthFromFlags(flags: Flags): LinkAuth {
 /** The servers of `--server URL[,URL…]`. */
 export function serversFromFlag(flags: Flags, fallback?: string): string[] {
   return (stringFlag(flags, 'server') ?? fallback ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** meshctl's own connection, made from its flags: one attempt, no reconnecting, the local server by default. */
+export async function connectControl(ctx: CommandContext): Promise<NatsConnection> {
+  return connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl', persistent: false, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
 }

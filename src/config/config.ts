@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { cannotStart } from '../system/errors.js';
 import type { LinkAuth } from './link-auth.js';
-import type { ArchiveLimits } from '../archive/limits.js';
+import type { ArchiveLimits } from './archive-limits.js';
 
 /** /etc/mesh-host/host.json: written by genesis from the bundle, edited by operators. */
 export interface HostConfig extends LinkAuth {
@@ -72,7 +72,7 @@ export function defaultNodeId(): string {
 
 /** Writes the configuration atomically (genesis writes it from the bundle); other settings are kept. */
 export async function writeConfig(path: string, config: Partial<HostConfig>): Promise<void> {
-  const [{ mkdirSync }, { dirname }, { writeDurably }] = await Promise.all([import('node:fs'), import('node:path'), import('../store/durable.js')]);
+  const [{ mkdirSync }, { dirname }, { writeDurably }] = await Promise.all([import('node:fs'), import('node:path'), import('../system/durable.js')]);
   mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
   writeDurably(path, Buffer.from(`${JSON.stringify(config, null, 2)}\n`), 0o600);
 }

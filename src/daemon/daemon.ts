@@ -1,5 +1,5 @@
 import { createActor, fromCallback, fromPromise, toPromise } from 'xstate';
-import { lifecycleMachine, type Delivery, type Ending, type LoadedStore, type Mark, type Pending, type ReportRef, type WorkerOutput } from '../../machines/lifecycle.js';
+import { lifecycleMachine, type Delivery, type Ending, type LoadedStore, type Pending, type ReportRef, type WorkerOutput } from '../../machines/lifecycle.js';
 import { reportRefusal } from '../apply/apply.js';
 import { loadConfig, type HostConfig } from '../config/config.js';
 import { watchLinkSettings } from '../config/watch.js';
@@ -16,7 +16,7 @@ import { connectionArchiveObjects } from '../archive/objects.js';
 import { Outbox, REPORT_HEADROOM } from '../report/outbox.js';
 import type { Report } from '../report/report.js';
 import type { Store } from '../store/store.js';
-import type { AppliedMark } from '../store/state.js';
+import { markOf } from '../declaration/order.js';
 import { refused, type RefusalKind } from '../system/errors.js';
 import { heapFitter } from '../system/memory.js';
 import { DeliveryIntake, type CarriedDelivery } from './intake.js';
@@ -59,8 +59,6 @@ interface DaemonRefusal {
 /** How many resources the apply about to run goes through: what the store holds, or a delivery's own, if more. */
 const resourcesAhead = (pending: Pending, store: Store): number =>
   Math.max(pending.kind === 'delivery' ? (pending.delivery as CarriedDelivery).payload.declaration.resources.length : 0, Object.keys(store.state.records).length);
-
-const markOf = (m: Mark | AppliedMark): Mark => ({ ...(m.epoch === undefined ? {} : { epoch: m.epoch }), sequence: m.sequence, digest: m.digest });
 
 /**
  * `mesh-host run`: the lifecycle machine with the real actors and effects plugged in. It only wires:

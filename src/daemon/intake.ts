@@ -1,6 +1,7 @@
 import type { Delivery } from '../../machines/lifecycle.js';
 import type { HostConfig } from '../config/config.js';
 import { receiveDeclaration, type Received } from '../declaration/load.js';
+import { markOf } from '../declaration/order.js';
 import type { DeclarationValue } from '../link/session.js';
 import { HostError, refused, type RefusalKind } from '../system/errors.js';
 import type { Logger } from '../system/log.js';
@@ -51,6 +52,6 @@ export class DeliveryIntake {
       return this.deps.refuse({ kind: err.kind, message: [err.message, ...err.details].join('; ') });
     }
     const { declaration, digest } = received;
-    this.deps.deliver({ ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest, revision, payload: received });
+    this.deps.deliver({ ...markOf(declaration, digest), revision, payload: received });
   }
 }

@@ -2,6 +2,7 @@ import type { Pending, ReportRef, WorkerOutput } from '../../machines/lifecycle.
 import { applyDeclaration, reportRefusal, type HostEnv } from '../apply/apply.js';
 import type { HostConfig } from '../config/config.js';
 import type { Received } from '../declaration/load.js';
+import { markOf } from '../declaration/order.js';
 import { reconcileSource, type KeptDeclaration } from '../host/kept.js';
 import type { Outbox } from '../report/outbox.js';
 import type { Store } from '../store/store.js';
@@ -26,7 +27,7 @@ function outputOf(store: Store, outbox: Outbox): WorkerOutput {
   return {
     reports: waitingReports(outbox),
     ...(mode ? { mode } : {}),
-    ...(lastApplied ? { applied: { ...(lastApplied.epoch === undefined ? {} : { epoch: lastApplied.epoch }), sequence: lastApplied.sequence, digest: lastApplied.digest } } : {}),
+    ...(lastApplied ? { applied: markOf(lastApplied) } : {}),
   };
 }
 
@@ -60,7 +61,7 @@ export async function applyPending(deps: WorkerDeps, store: Store, pending: Pend
       kind: result.refusal,
       message: [result.reason, ...result.details].join('; '),
       trigger,
-      declaration: { ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest },
+      declaration: markOf(declaration, digest),
     });
   }
   return outputOf(store, deps.outbox);

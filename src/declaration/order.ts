@@ -7,34 +7,53 @@
  * numbers in order, and a delivery with a lower sequence than one held is older. Two declarations equal
  * in order are the same declaration only when their digests are the same.
  */
-export interface OrderMark {
+export interface Mark {
   epoch?: number;
   sequence: number;
   digest: string;
 }
 
+/** A place in the order without a digest: a number given to a declaration not yet signed. */
+export type Order = Omit<Mark, 'digest'>;
+
+/**
+ * The mark alone, of anything that carries one (a delivery, the last applied with its time), or of a
+ * declaration and the digest of its bytes: what is kept, ordered and reported, with nothing else on it
+ * and no `epoch` key when there is none.
+ */
+export function markOf(mark: Mark): Mark;
+export function markOf(order: Order, digest: string): Mark;
+export function markOf(order: Order & { digest?: string }, digest?: string): Mark {
+  return { ...orderOf(order), digest: digest ?? (order as Mark).digest };
+}
+
+/** The (epoch, sequence) alone, with no `epoch` key when there is none. */
+export function orderOf(order: Order): Order {
+  return order.epoch === undefined ? { sequence: order.sequence } : { epoch: order.epoch, sequence: order.sequence };
+}
+
 /** Negative when a is older than b, positive when newer, 0 when equal in order. */
-export function compareOrder(a: Omit<OrderMark, 'digest'>, b: Omit<OrderMark, 'digest'>): number {
+export function compareOrder(a: Order, b: Order): number {
   if (a.epoch !== undefined && b.epoch !== undefined && a.epoch !== b.epoch) return a.epoch - b.epoch;
   return a.sequence - b.sequence;
 }
 
 /** `(epoch 2, sequence 5)`, or `(sequence 5)` without an epoch. */
-export function describeOrder(mark: Omit<OrderMark, 'digest'>): string {
+export function describeOrder(mark: Order): string {
   return mark.epoch === undefined ? `(sequence ${mark.sequence})` : `(epoch ${mark.epoch}, sequence ${mark.sequence})`;
 }
 
 /** One declaration the host holds, named for refusals: "the last applied", "the kept declaration"…. */
 export interface HeldMark {
   what: string;
-  mark: OrderMark;
+  mark: Mark;
 }
 
 /**
  * Why a candidate may not follow what is held: older than one of them, or equal in order to one with
  * another digest. Undefined when it may.
  */
-export function orderConflict(candidate: OrderMark, held: ReadonlyArray<HeldMark | undefined>): string | undefined {
+export function orderConflict(candidate: Mark, held: ReadonlyArray<HeldMark | undefined>): string | undefined {
   for (const h of held) {
     if (!h) continue;
     const order = compareOrder(candidate, h.mark);

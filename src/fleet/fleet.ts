@@ -1,12 +1,6 @@
+import type { Mark } from '../declaration/order.js';
 import type { Mode } from '../declaration/schema.js';
 import type { Outcome, Report, Trigger } from '../report/report.js';
-
-/** A declaration's place in its node's order: enough to say which of two is newer. */
-export interface DeclarationMark {
-  epoch?: number;
-  sequence: number;
-  digest: string;
-}
 
 /** The newest report of one node, as the reports stream holds it. */
 export interface ReportSeen {
@@ -24,7 +18,7 @@ export type SignatureVerdict = { verdict: 'verified' } | { verdict: 'failed'; re
 /** The newest heartbeat of one node, as the heartbeats stream holds it. */
 export interface HeartbeatSeen {
   node: string;
-  beat?: { reportSequence?: number; lastApplied?: DeclarationMark | null; uptimeSeconds?: number; intervalMs?: number };
+  beat?: { reportSequence?: number; lastApplied?: Mark | null; uptimeSeconds?: number; intervalMs?: number };
   storedAtMs: number;
 }
 
@@ -32,7 +26,7 @@ export interface HeartbeatSeen {
 export interface KeySeen {
   node: string;
   /** Undefined when the value is not a readable envelope. */
-  newest?: DeclarationMark;
+  newest?: Mark;
 }
 
 /** Worst first: the order of the view and the meaning of the exit status. */
@@ -44,8 +38,8 @@ export interface FleetRow {
   state: FleetState;
   mode: Mode | null;
   lastOutcome: { outcome: Outcome; trigger: Trigger; at: string; agoMs: number; resource?: string; message?: string } | null;
-  lastApplied: DeclarationMark | null;
-  newest: DeclarationMark | null;
+  lastApplied: Mark | null;
+  newest: Mark | null;
   behind: boolean;
   reportSequence: number | null;
   heartbeat: { agoMs: number; intervalMs: number } | null;
@@ -61,7 +55,7 @@ export const DEFAULT_HEARTBEAT_MS = 30_000;
 export const SILENT_AFTER_INTERVALS = 3;
 
 /** (epoch, sequence) order; a mark without an epoch is ordered by its sequence alone. */
-export function isNewer(a: DeclarationMark, b: DeclarationMark): boolean {
+export function isNewer(a: Mark, b: Mark): boolean {
   if (a.epoch !== undefined && b.epoch !== undefined && a.epoch !== b.epoch) return a.epoch > b.epoch;
   return a.sequence > b.sequence;
 }
@@ -150,7 +144,7 @@ export function fleetHealthy(rows: FleetRow[]): boolean {
   return rows.every((r) => r.state === 'converged' || r.state === 'behind');
 }
 
-export function markText(mark: Pick<DeclarationMark, 'epoch' | 'sequence'>): string {
+export function markText(mark: Pick<Mark, 'epoch' | 'sequence'>): string {
   return mark.epoch === undefined ? `${mark.sequence}` : `${mark.epoch}:${mark.sequence}`;
 }
 

@@ -2,6 +2,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { latestPerSubject, type LatestMessage } from '../link/latest.js';
 import { DECLARATION_SUBJECTS, DECLARATIONS_STREAM, HEARTBEAT_SUBJECTS, HEARTBEATS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from '../link/wire.js';
 import { digestOf, isEnvelope } from '../declaration/envelope.js';
+import { markOf } from '../declaration/order.js';
 import { lazy } from '../system/interop.js';
 import type { HeartbeatSeen, KeySeen, ReportSeen, SignatureVerdict } from './fleet.js';
 
@@ -76,5 +77,5 @@ function keySeen(message: LatestMessage): KeySeen {
   const payload = Buffer.from(envelope.payload, 'base64');
   const declaration = parse(payload) as { epoch?: unknown; sequence?: unknown } | undefined;
   if (typeof declaration?.sequence !== 'number') return { node };
-  return { node, newest: { ...(typeof declaration.epoch === 'number' ? { epoch: declaration.epoch } : {}), sequence: declaration.sequence, digest: digestOf(payload) } };
+  return { node, newest: markOf({ epoch: typeof declaration.epoch === 'number' ? declaration.epoch : undefined, sequence: declaration.sequence }, digestOf(payload)) };
 }

@@ -12,7 +12,7 @@ import type { HostDeps } from '../host/environment.js';
 import { openHost } from '../host/open.js';
 import { CARRIED_BUNDLE, CARRIED_CREDS, KEPT_DECLARATION, type HostPaths } from '../host/paths.js';
 import type { Plan } from '../report/report.js';
-import { writeDurably } from '../store/durable.js';
+import { writeDurably } from '../system/durable.js';
 import { refused } from '../system/errors.js';
 
 export interface GenesisRequest {

@@ -3,17 +3,11 @@ import { join } from 'node:path';
 import type { HostConfig } from '../config/config.js';
 import { openBundle } from '../declaration/bundle.js';
 import { receiveDeclaration, type Received } from '../declaration/load.js';
+import { markOf, type Mark } from '../declaration/order.js';
 import type { Store } from '../store/store.js';
-import { writeDurably } from '../store/durable.js';
+import { writeDurably } from '../system/durable.js';
 import { refused } from '../system/errors.js';
 import { CARRIED_BUNDLE, KEPT_DECLARATION, KEPT_REVISION } from './paths.js';
-
-/** What a kept declaration is, for ordering: its (epoch, sequence) and digest. */
-export interface KeptMark {
-  epoch?: number;
-  sequence: number;
-  digest: string;
-}
 
 /**
  * The kept declaration: the newest declaration the mesh said that this host accepted, exactly the
@@ -71,11 +65,11 @@ export class KeptDeclaration {
   }
 
   /** Its order, or nothing when none is kept or it no longer opens. */
-  async mark(config: Pick<HostConfig, 'publicKey' | 'node'>): Promise<KeptMark | undefined> {
+  async mark(config: Pick<HostConfig, 'publicKey' | 'node'>): Promise<Mark | undefined> {
     if (!this.exists()) return undefined;
     try {
       const { declaration, digest } = await this.receive(config);
-      return { ...(declaration.epoch === undefined ? {} : { epoch: declaration.epoch }), sequence: declaration.sequence, digest };
+      return markOf(declaration, digest);
     } catch {
       // Refused again by the reconcile, and said there; for ordering, nothing is kept.
       return undefined;

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { isIP } from 'node:net';
 import { dirname } from 'node:path';
 import { mkdirSync } from 'node:fs';
-import { writeDurably } from '../store/durable.js';
+import { writeDurably } from '../system/durable.js';
 import type { HostMetrics } from './metrics.js';
 
 /**

@@ -1,6 +1,6 @@
 import { closeSync, lstatSync, openSync, readFileSync, readSync, readlinkSync, renameSync, statSync, symlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { fsyncDirectory, writeDurably } from '../store/durable.js';
+import { fsyncDirectory, writeDurably } from '../system/durable.js';
 import { CURRENT, EXECUTABLE, RELEASE_FILE, RELEASES_DIR } from '../system/layout.js';
 import type { CommandRunner } from '../system/runner.js';
 import { RELEASE_NAME } from './version.js';

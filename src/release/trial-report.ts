@@ -1,4 +1,5 @@
 import { reportUnapplied, type HostEnv } from '../apply/apply.js';
+import { markOf } from '../declaration/order.js';
 import type { Report } from '../report/report.js';
 import type { FailedTrial } from './pipe.js';
 
@@ -10,7 +11,7 @@ export function reportFailedTrial(env: HostEnv, trial: FailedTrial): Report {
     outcome: 'failed',
     message,
     trigger: 'trial',
-    ...(applied ? { declaration: { ...(applied.epoch === undefined ? {} : { epoch: applied.epoch }), sequence: applied.sequence, digest: applied.digest } } : {}),
+    ...(applied ? { declaration: markOf(applied) } : {}),
     said: [`release ${trial.release} on trial: ${trial.reason}`, `release ${trial.running} resumed`],
   });
   env.log.error({ release: trial.release, reason: trial.reason, running: trial.running, report: report.sequence }, message);

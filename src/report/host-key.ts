@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fsyncSync, linkSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { newNkeySeed, nkeySeed } from '../declaration/nkey.js';
-import { fsyncDirectory } from '../store/durable.js';
+import { fsyncDirectory } from '../system/durable.js';
 import { refused } from '../system/errors.js';
 
 /** The host's own key pair's seed (SN…), under the state directory, mode 0600: it signs every report. */

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, readdirSync, statSync, unlinkSync, writeFileSync, renameSync } from 'node:fs';
 import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fsyncDirectory, fsyncDirectoryAsync, writeDurably, writeDurablyAsync } from '../store/durable.js';
+import { fsyncDirectory, fsyncDirectoryAsync, writeDurably, writeDurablyAsync } from '../system/durable.js';
 import { letGo } from '../system/yielder.js';
 import type { Report } from './report.js';
 import { asSent, fitReport, foldReports, sentReport, type SentReport } from './sent.js';

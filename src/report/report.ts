@@ -1,3 +1,4 @@
+import type { Mark } from '../declaration/order.js';
 import type { Mode } from '../declaration/schema.js';
 import type { Step, StepResult } from '../resources/types.js';
 import type { HeldEntry } from '../store/state.js';
@@ -36,7 +37,7 @@ export interface Report {
   /** The host's own report sequence. */
   sequence: number;
   trigger: Trigger;
-  declaration: { epoch?: number; sequence: number; digest: string } | null;
+  declaration: Mark | null;
   mode: Mode | null;
   outcome: Outcome;
   error?: { resource?: string; message: string };

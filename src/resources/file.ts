@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Stats } from 'node:fs';
 import type { FileResource } from '../declaration/schema.js';
 import type { ResourceRecord, SeenFile } from '../store/state.js';
-import { writeDurablyAsync } from '../store/durable.js';
+import { writeDurablyAsync } from '../system/durable.js';
 import { foundVerdict, HELD_REASON, lookAt, lookOf, metaDrift, metaMatches, ownRecord, wantedMeta, type Wanted } from './ownership.js';
 import { lineChanges } from './line-changes.js';
 import { PathRefused } from './rooted-fs.js';

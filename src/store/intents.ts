@@ -1,7 +1,7 @@
 import { closeSync, ftruncateSync, fdatasyncSync, openSync, readFileSync, constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fsyncDirectoryAsync } from './durable.js';
+import { fsyncDirectoryAsync } from '../system/durable.js';
 
 export const INTENTS_FILE = 'intents';
 

@@ -1,7 +1,7 @@
 import { closeSync, constants, fdatasyncSync, ftruncateSync, openSync, readFileSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fsyncDirectory, fsyncDirectoryAsync } from './durable.js';
+import { fsyncDirectory, fsyncDirectoryAsync } from '../system/durable.js';
 import { recordTable, type ResourceRecord } from './state.js';
 
 /**

@@ -1,3 +1,4 @@
+import type { Mark } from '../declaration/order.js';
 import type { Mode, ResourceType } from '../declaration/schema.js';
 
 /** Where a record came from: only records of a declaration's own origin are removed by it. */
@@ -49,12 +50,6 @@ export interface HeldEntry {
   reason: string;
 }
 
-export interface AppliedMark {
-  epoch?: number;
-  sequence: number;
-  digest: string;
-  at: string;
-}
 
 /**
  * The host's convergence state for a found firewall (ufw, firewalld): `found-inactive` when it was
@@ -77,7 +72,7 @@ export interface StoreState {
   mode?: Mode;
   records: Record<string, ResourceRecord>;
   held: HeldEntry[];
-  lastApplied?: AppliedMark;
+  lastApplied?: Mark & { at: string };
   /** The host's own report sequence: only ever increases, across restarts. */
   reportSequence: number;
   /** The digest of the bundle's declaration that genesis applied. */

@@ -2,7 +2,7 @@ import { readFileSync, readdirSync, unlinkSync, mkdirSync, lstatSync, chmodSync 
 import { join } from 'node:path';
 import type { Logger } from '../system/log.js';
 import { cannotStart } from '../system/errors.js';
-import { temporaryPrefix, writeDurably, writeDurablyAsync } from './durable.js';
+import { temporaryPrefix, writeDurably, writeDurablyAsync } from '../system/durable.js';
 import { IntentJournal } from './intents.js';
 import {
   appendLine, appendLineAsync, dropGeneration, readJournal, removeOtherJournals, startGeneration, startGenerationAsync, trimJournal,

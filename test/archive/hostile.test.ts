@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HANDLERS } from '../../src/apply/handlers.js';
 import { readArchive } from '../../src/archive/read.js';
-import { DEFAULT_ARCHIVE_LIMITS } from '../../src/archive/limits.js';
+import { DEFAULT_ARCHIVE_LIMITS } from '../../src/config/archive-limits.js';
 import type { ArchiveRefusalKind } from '../../src/archive/refusal.js';
 import type { Resource } from '../../src/declaration/schema.js';
 import { declaration, testHost, type TestHost } from '../support/host.js';

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyTransitionDefinition } from 'xstate';
 import {
-  lifecycleMachine, type Delivery, type Ending, type LifecycleInput, type LoadedStore, type Mark, type Pending, type ReportRef, type WorkerOutput,
+  lifecycleMachine, type Delivery, type Ending, type LifecycleInput, type LoadedStore, type Pending, type ReportRef, type WorkerOutput,
 } from '../../machines/lifecycle.js';
+import { markOf, type Mark } from '../../src/declaration/order.js';
 import { Store } from '../../src/store/store.js';
 import { silentLogger } from '../../src/system/log.js';
 
@@ -111,7 +112,7 @@ export class Harness {
 
   /** The effect of keeping: declared.json now holds this delivery. */
   private keep(delivery: Delivery): void {
-    const mark = { ...(delivery.epoch === undefined ? {} : { epoch: delivery.epoch }), sequence: delivery.sequence, digest: delivery.digest };
+    const mark = markOf(delivery);
     // Judged here by the harness's own rule, not the machine's: only what may follow what is held is kept.
     const held = [this.kept, ...this.applied.slice(-1), this.apply?.applying].filter((m): m is Mark => m !== undefined);
     for (const h of held) {
@@ -259,8 +260,4 @@ export class Harness {
     this.actor.stop();
     rmSync(this.dir, { recursive: true, force: true });
   }
-}
-
-function markOf(d: Delivery): Mark {
-  return { ...(d.epoch === undefined ? {} : { epoch: d.epoch }), sequence: d.sequence, digest: d.digest };
 }

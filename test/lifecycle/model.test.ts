@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { getShortestPaths } from 'xstate/graph';
-import { lifecycleMachine, type LifecycleEvent, type LifecycleInput, type Mark } from '../../machines/lifecycle.js';
+import { lifecycleMachine, type LifecycleEvent, type LifecycleInput } from '../../machines/lifecycle.js';
+import type { Mark } from '../../src/declaration/order.js';
 import { chartOf } from '../../machines/chart.js';
 import { Harness, transitionKey } from './harness.js';
 

@@ -4,7 +4,7 @@ import { readFleet } from '../../fleet/read.js';
 import { fleetReportVerifier } from '../../fleet/trust.js';
 import { EXIT } from '../../system/errors.js';
 import { output, type CommandContext } from '../context.js';
-import { connectControl } from './mesh.js';
+import { connectControl } from '../link-flags.js';
 
 /**
  * `meshctl status` without a node: the fleet, one line a node the mesh knows, worst first. Exit 1

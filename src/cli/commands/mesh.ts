@@ -1,5 +1,4 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectLink } from '../../link/connect.js';
 import { describeSetUp, ensureWire } from '../../link/control.js';
 import type { JsMsg } from '@nats-io/jetstream';
 import { Enrolments, signedReportOf } from '../../link/enrolment.js';
@@ -9,14 +8,10 @@ import { readDeclarationFile } from '../../declaration/load.js';
 import { EXIT, refused, usageError } from '../../system/errors.js';
 import { stringFlag, type CommandContext } from '../context.js';
 import { readSeed } from './keys.js';
-import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
+import { connectControl } from '../link-flags.js';
 import { lazy } from '../../system/interop.js';
 import { asSigned, checkPayloadSize, describeMark, numberAndSign, openDeclarations, putNumbered, refuseUnlessNewer } from './numbering.js';
 import { archiveObjectProblems } from '../../archive/objects.js';
-
-export async function connectControl(ctx: CommandContext): Promise<NatsConnection> {
-  return connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl', persistent: false, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
-}
 
 /** `--NAME N`: a whole number at least `min`, or undefined when not given. */
 export function countFlag(ctx: CommandContext, name: string, min: number): number | undefined {

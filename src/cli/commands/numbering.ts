@@ -5,19 +5,14 @@ import { DECLARATIONS_BUCKET, REPORTS_STREAM, reportSubject } from '../../link/w
 import { refused } from '../../system/errors.js';
 import { sign } from '../../declaration/envelope.js';
 import { receiveDeclaration } from '../../declaration/load.js';
+import { orderOf, type Order } from '../../declaration/order.js';
 import { lazy } from '../../system/interop.js';
-
-/** Where a declaration stands in a node's order. */
-export interface Mark {
-  epoch?: number;
-  sequence: number;
-}
 
 /** What the mesh holds for a node: its key's value (with the revision a put must name) and its latest report. */
 export interface NodeRecord {
-  key?: { revision: number; mark?: Mark };
+  key?: { revision: number; mark?: Order };
   /** The declaration the node's latest report was about, when it named one. */
-  reported?: Mark;
+  reported?: Order;
 }
 
 /** A put refused because the key moved since it was read: read again and number again. */
@@ -27,29 +22,29 @@ export const PUT_ATTEMPTS = 8;
 /** What a put adds to the value: its subject and the compare-and-set header. */
 const PUT_HEADROOM = 256;
 
-export const describeMark = (m: Mark) => (m.epoch === undefined ? `sequence ${m.sequence}` : `epoch ${m.epoch}, sequence ${m.sequence}`);
+export const describeMark = (m: Order) => (m.epoch === undefined ? `sequence ${m.sequence}` : `epoch ${m.epoch}, sequence ${m.sequence}`);
 
 /** Whether a comes after b in a node's order: the epoch first (a missing one counts as 0), then the sequence. */
-export function isNewer(a: Mark, b: Mark): boolean {
+export function isNewer(a: Order, b: Order): boolean {
   const ea = a.epoch ?? 0;
   const eb = b.epoch ?? 0;
   return ea !== eb ? ea > eb : a.sequence > b.sequence;
 }
 
 /** The number a declaration that names none gets: after the newest of the key and the latest report, in the epoch asked or the one in force. */
-export function nextMark(record: NodeRecord, epoch: number | undefined): Mark {
-  const known = [record.key?.mark, record.reported].filter((m): m is Mark => m !== undefined);
+export function nextMark(record: NodeRecord, epoch: number | undefined): Order {
+  const known = [record.key?.mark, record.reported].filter((m): m is Order => m !== undefined);
   const sequence = Math.max(0, ...known.map((m) => m.sequence)) + 1;
   const inForce = epoch ?? known.map((m) => m.epoch).filter((e): e is number => e !== undefined).reduce<number | undefined>((a, e) => (a === undefined || e > a ? e : a), undefined);
-  return { ...(inForce === undefined ? {} : { epoch: inForce }), sequence };
+  return orderOf({ epoch: inForce, sequence });
 }
 
-function markOfEnvelope(bytes: Uint8Array): Mark | undefined {
+function markOfEnvelope(bytes: Uint8Array): Order | undefined {
   try {
     const envelope = JSON.parse(new TextDecoder().decode(bytes)) as { payload: string };
     const d = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as { epoch?: unknown; sequence?: unknown };
     if (typeof d.sequence !== 'number') return undefined;
-    return { ...(typeof d.epoch === 'number' ? { epoch: d.epoch } : {}), sequence: d.sequence };
+    return orderOf({ epoch: typeof d.epoch === 'number' ? d.epoch : undefined, sequence: d.sequence });
   } catch {
     return undefined;
   }
@@ -71,8 +66,8 @@ export async function readNodeRecord(nc: NatsConnection, kv: KV, node: string): 
   const report = latest.get(reportSubject(node));
   if (report) {
     try {
-      const d = (JSON.parse(new TextDecoder().decode(report.bytes)) as { declaration?: Mark | null }).declaration;
-      if (d && typeof d.sequence === 'number') record.reported = { ...(typeof d.epoch === 'number' ? { epoch: d.epoch } : {}), sequence: d.sequence };
+      const d = (JSON.parse(new TextDecoder().decode(report.bytes)) as { declaration?: Order | null }).declaration;
+      if (d && typeof d.sequence === 'number') record.reported = orderOf({ epoch: typeof d.epoch === 'number' ? d.epoch : undefined, sequence: d.sequence });
     } catch {
       // a report the control side cannot read numbers nothing
     }
@@ -95,7 +90,7 @@ export function checkPayloadSize(nc: NatsConnection, bytes: number, what: string
  * what the mesh holds and returns the bytes (numbered, signed) or refuses; a put that lost a race to
  * another operator reads again and asks `make` again, a bounded number of times.
  */
-export async function putNumbered(nc: NatsConnection, kv: KV, node: string, make: (record: NodeRecord) => Promise<{ bytes: Uint8Array; mark: Mark }>): Promise<{ revision: number; mark: Mark; attempts: number }> {
+export async function putNumbered(nc: NatsConnection, kv: KV, node: string, make: (record: NodeRecord) => Promise<{ bytes: Uint8Array; mark: Order }>): Promise<{ revision: number; mark: Order; attempts: number }> {
   for (let attempt = 1; attempt <= PUT_ATTEMPTS; attempt++) {
     const record = await readNodeRecord(nc, kv, node);
     const { bytes, mark } = await make(record);
@@ -112,19 +107,17 @@ export async function putNumbered(nc: NatsConnection, kv: KV, node: string, make
 }
 
 /** An envelope keeps its numbers: checked as the host will check it, put as it is. */
-export async function asSigned(bytes: Buffer, file: string, node: string): Promise<{ bytes: Uint8Array; mark: Mark }> {
+export async function asSigned(bytes: Buffer, file: string, node: string): Promise<{ bytes: Uint8Array; mark: Order }> {
   const { declaration } = await receiveDeclaration(bytes, { source: file, node });
-  return { bytes, mark: markOf(declaration) };
+  return { bytes, mark: orderOf(declaration) };
 }
-
-const markOf = (d: { epoch?: number; sequence: number }): Mark => ({ ...(d.epoch === undefined ? {} : { epoch: d.epoch }), sequence: d.sequence });
 
 /**
  * A plain declaration numbered and signed. What the file declares is kept, and its bytes signed as
  * they are when nothing changes (the digest an operator computed stays true); what it leaves out is
  * numbered after what the mesh holds.
  */
-export async function numberAndSign(parsed: unknown, bytes: Buffer, file: string, node: string, record: NodeRecord, epochFlag: number | undefined, seed: string): Promise<{ bytes: Uint8Array; mark: Mark }> {
+export async function numberAndSign(parsed: unknown, bytes: Buffer, file: string, node: string, record: NodeRecord, epochFlag: number | undefined, seed: string): Promise<{ bytes: Uint8Array; mark: Order }> {
   const fields = parsed as Record<string, unknown>;
   const declared = typeof fields.sequence === 'number' ? fields.sequence : undefined;
   const next = nextMark(record, epochFlag ?? (typeof fields.epoch === 'number' ? fields.epoch : undefined));
@@ -133,10 +126,10 @@ export async function numberAndSign(parsed: unknown, bytes: Buffer, file: string
   const unchanged = declared !== undefined && epoch === fields.epoch;
   const payload = unchanged ? bytes : Buffer.from(JSON.stringify({ ...fields, ...(epoch === undefined ? {} : { epoch }), sequence }));
   const { declaration } = await receiveDeclaration(payload, { source: file, node });
-  return { bytes: Buffer.from(JSON.stringify(await sign(payload, seed))), mark: markOf(declaration) };
+  return { bytes: Buffer.from(JSON.stringify(await sign(payload, seed))), mark: orderOf(declaration) };
 }
 
-export function refuseUnlessNewer(mark: Mark, record: NodeRecord, file: string, node: string): void {
+export function refuseUnlessNewer(mark: Order, record: NodeRecord, file: string, node: string): void {
   const current = record.key?.mark;
   if (!current || isNewer(mark, current)) return;
   throw refused(`${file} declares ${describeMark(mark)}, which is not newer than the key of ${node} (${describeMark(current)}, revision ${record.key!.revision}): the host would refuse it as stale; nothing was sent`, [

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { sha256OfFile } from '../../archive/digest.js';
-import { DEFAULT_ARCHIVE_LIMITS } from '../../archive/limits.js';
+import { DEFAULT_ARCHIVE_LIMITS } from '../../config/archive-limits.js';
 import { putArchiveObject } from '../../archive/objects.js';
 import { readArchive } from '../../archive/read.js';
 import { ArchiveRefused } from '../../archive/refusal.js';

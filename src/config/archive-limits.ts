@@ -9,6 +9,3 @@ export interface ArchiveLimits {
 }
 
 export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = { maxBytes: 1024 ** 3, maxEntries: 100_000, cacheBytes: 1024 ** 3 };
-
-/** An inline source rides inside the declaration (a KV value, 1 MB at most on a default server). */
-export const INLINE_LIMIT = 256 * 1024;

@@ -1,10 +1,10 @@
 import { createActor } from 'xstate';
 import { unitWatcherMachine } from '../../machines/unit-watcher.js';
 import type { ServiceResource } from '../declaration/schema.js';
-import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from '../resources/types.js';
-import { exists, isRunning, isStarting, type UnitAction, type UnitState } from './manager.js';
-import { queryUnits, type ServiceRuntime } from './runtime.js';
-import { lookAt, secondLook } from './verify.js';
+import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+import { exists, isRunning, isStarting, type UnitAction, type UnitState } from '../services/manager.js';
+import { queryUnits, type ServiceRuntime } from '../services/runtime.js';
+import { lookAt, secondLook } from '../services/verify.js';
 
 function runtimeOf(ctx: ConvergeContext): ServiceRuntime {
   if (!ctx.services) throw new Error('no service manager on this machine: declaring services needs systemd or OpenRC');
