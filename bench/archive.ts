@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { applyDeclaration, type HostEnv } from '../src/apply/apply.js';
-import { HANDLERS } from '../src/apply/handlers.js';
+import { hostHandlers } from '../src/host/environment.js';
 import type { ArchiveObjects } from '../src/archive/objects.js';
 import { receiveDeclaration } from '../src/declaration/load.js';
 import type { Declaration, Resource } from '../src/declaration/schema.js';
@@ -34,8 +34,7 @@ function hostOver(dir: string, objects?: ArchiveObjects): { env: HostEnv; root: 
   const log = pino({ level: 'silent' });
   const stateDir = join(dir, 'state');
   const env: HostEnv = {
-    node: 'bench', root, stateDir, store: Store.open(stateDir, log), log, clock: systemClock, accounts: systemAccounts(), handlers: HANDLERS,
-    ...(objects ? { archiveObjects: async () => objects } : {}),
+    node: 'bench', root, stateDir, store: Store.open(stateDir, log), log, clock: systemClock, accounts: systemAccounts(), handlers: hostHandlers({ stateDir, clock: systemClock, ...(objects ? { archiveObjects: () => async () => objects } : {}) }),
   };
   return { env, root };
 }

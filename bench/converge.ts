@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { applyDeclaration, type HostEnv } from '../src/apply/apply.js';
-import { HANDLERS } from '../src/apply/handlers.js';
+import { hostHandlers } from '../src/host/environment.js';
 import { receiveDeclaration } from '../src/declaration/load.js';
 import { newOperatorKey, sign, digestOf } from '../src/declaration/envelope.js';
 import type { HostConfig } from '../src/config/config.js';
@@ -69,7 +69,7 @@ export const CONVERGE_RUNS = { inProcess: 15, process: 9 } as const;
 
 /** The host environment of an apply on a scratch tree, as both rows make it (a silent log, no services). */
 const benchEnv = (root: string, stateDir: string, store: Store, extra: Partial<HostEnv> = {}): HostEnv => ({
-  node: 'bench', root, stateDir, store, log: pino({ level: 'silent' }), clock: systemClock, accounts: systemAccounts(), handlers: HANDLERS, ...extra,
+  node: 'bench', root, stateDir, store, log: pino({ level: 'silent' }), clock: systemClock, accounts: systemAccounts(), handlers: hostHandlers({ stateDir, clock: systemClock }), ...extra,
 });
 
 const cpuMs = () => {

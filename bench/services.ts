@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { applyDeclaration, type HostEnv } from '../src/apply/apply.js';
-import { HANDLERS } from '../src/apply/handlers.js';
+import { hostHandlers } from '../src/host/environment.js';
 import { receiveDeclaration } from '../src/declaration/load.js';
 import type { Declaration, Resource } from '../src/declaration/schema.js';
 import { systemAccounts } from '../src/resources/accounts.js';
@@ -37,8 +37,8 @@ export async function benchServices(): Promise<string[]> {
     const log = pino({ level: 'silent' });
     const env: HostEnv = {
       node: 'bench', root, stateDir: join(dir, 'state'), store: Store.open(join(dir, 'state'), log), log, clock: systemClock,
-      accounts: systemAccounts(), handlers: HANDLERS, verifyPauseMs: 1500,
-      serviceManager: async () => ({ manager: systemdManager(count.runner), reason: 'bench' }),
+      accounts: systemAccounts(),
+      handlers: hostHandlers({ stateDir: join(dir, 'state'), clock: systemClock, verifyPauseMs: 1500, serviceManager: async () => ({ manager: systemdManager(count.runner), reason: 'bench' }) }),
     };
     let sequence = 0;
     const apply = async (resources: Resource[]) => {

@@ -3,10 +3,11 @@ import type { Received } from '../declaration/load.js';
 import { markOf } from '../declaration/order.js';
 import type { Mode } from '../declaration/schema.js';
 import type { Accounts } from '../resources/accounts.js';
-import { applyPlan, footprintOf, planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
+import { planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
+import { applyPlan } from '../resources/apply-plan.js';
 import { RootedFs } from '../resources/rooted-fs.js';
 import { WriteBatch } from '../resources/write-batch.js';
-import type { ConvergeContext, StepResult } from '../resources/types.js';
+import { ChangeSet, type ConvergeContext, type StepResult } from '../resources/types.js';
 import type { Facts, Plan, Report, Trigger } from '../report/report.js';
 import type { Store } from '../store/store.js';
 import type { Origin } from '../store/state.js';
@@ -17,10 +18,7 @@ import { sayApplyDetail } from './say.js';
 import { planDiffs } from './diff.js';
 import { fingerprintOf, shouldSpeak } from '../report/speak.js';
 import type { ManagerChoice } from '../services/choose.js';
-import { serviceRuntime } from '../services/runtime.js';
 import type { Outbox } from '../report/outbox.js';
-import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../config/archive-limits.js';
-import type { ArchiveObjectsProvider } from '../archive/objects.js';
 import { settleFoundFirewall, type FirewallEnv, type Settled } from '../firewall/settle.js';
 import { filtersNotRead } from '../firewall/read.js';
 import type { RefusalKind } from '../system/errors.js';
@@ -34,19 +32,14 @@ export interface HostEnv {
   log: Logger;
   clock: Clock;
   accounts: Accounts;
+  /** Every resource kind this host applies (host/environment.ts makes the table). */
   handlers: HandlerTable;
   /** The facts a report carries (links, filters…); an apply from a file may know none. */
   facts?: () => Promise<Partial<Facts>>;
-  /** The service manager, asked for only when an apply has services to converge or remove. */
+  /** The service manager, for the found firewall's retirement (the services' handler has its own way to it). */
   serviceManager?: () => Promise<ManagerChoice>;
-  /** The pause between a unit's two looks (default 1.5 s). */
-  verifyPauseMs?: number;
   /** Where reports wait for the link; every report made is written here before the store is saved. */
   outbox?: Outbox;
-  /** The mesh's archive store, asked for only when an archive must be fetched; absent without a link. */
-  archiveObjects?: ArchiveObjectsProvider;
-  /** Bounds of what an archive may unpack to, and of the kept archives (defaults: 1 GiB each). */
-  archiveLimits?: Partial<ArchiveLimits>;
   /** Reads the machine's filters and retires its found firewall after a converged apply. */
   firewall?: FirewallEnv;
 }
@@ -96,17 +89,6 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
   const refusal = gate(declaration, digest, { lastApplied: store.state.lastApplied, recordedMode: store.state.mode, mayChangeMode: request.mayChangeMode, handlers: env.handlers });
   if (refusal) return refusedBy(refusal);
 
-  const footprint = footprintOf(store, request.origin);
-  const needsServices = footprint.services || declaration.resources.some((r) => r.type === 'service');
-  let services: ConvergeContext['services'];
-  if (needsServices) {
-    const choice = await env.serviceManager?.();
-    if (!choice?.manager) {
-      return refusedBy({ kind: 'unappliable', reason: `services are declared or recorded, but ${choice?.reason ?? 'no service manager is provided'}; nothing was touched`, details: [] });
-    }
-    services = serviceRuntime(choice.manager, env.clock, env.verifyPauseMs ?? 1500);
-  }
-
   const fs = new RootedFs(env.root);
   try {
     const ctx: ConvergeContext = {
@@ -120,12 +102,10 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       takenDir: join(env.stateDir, 'taken'),
       now: () => env.clock.now().toISOString(),
       removing: new Set(),
-      changedFiles: new Set(),
-      changedPaths: new Set(),
-      archives: { stateDir: env.stateDir, limits: { ...DEFAULT_ARCHIVE_LIMITS, ...env.archiveLimits }, ...(env.archiveObjects ? { objects: env.archiveObjects } : {}) },
-      ...(services ? { services } : {}),
+      changed: new ChangeSet(),
     };
-    const planned = await planDeclaration(declaration, ctx, env.handlers, footprint);
+    const planned = await planDeclaration(declaration, ctx, env.handlers);
+    if (planned.refused !== undefined) return refusedBy({ kind: 'unappliable', reason: `${planned.refused}; nothing was touched`, details: [] });
     const plan = withLazySteps<Plan>({ steps: [], ...(request.diff ? { diffs: await planDiffs(planned, fs) } : {}) }, () => planSteps(planned));
     request.onPlan?.(plan);
     if (planned.problems.length > 0) {
@@ -143,8 +123,8 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     if (store.state.mode !== declaration.mode) {
       said.push(store.state.mode === undefined ? `mode recorded: ${declaration.mode}` : `mode changed by the mesh: ${store.state.mode} → ${declaration.mode}`);
     }
-    const outcome = await applyPlan(planned, ctx, env.handlers);
-    if (services?.verified) said.push(`second look at ${services.verified.units.join(', ')} after a pause of ${services.verified.pausedMs} ms (verifying took ${services.verified.tookMs} ms)`);
+    const outcome = await applyPlan(planned, ctx);
+    said.push(...outcome.said);
     const firewall = await retireFoundFirewallAfterApply(env, declaration.mode, !outcome.error);
     said.push(...(firewall?.said ?? []));
     const error: Report['error'] = outcome.error ?? (firewall?.failure ? { message: firewall.failure } : undefined);

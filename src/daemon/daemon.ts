@@ -98,7 +98,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
     linkUp: () => linkUp,
     now: () => clock.now().getTime(),
   }, log);
-  const env = (s: Store) => hostEnvironment({ paths, config, store: s, deps: options, serviceManager, outbox, archiveObjects, facts: async () => ({ links: await links() }) });
+  const env = (s: Store) => hostEnvironment({ paths, config, store: s, deps: options, serviceManager, outbox, archiveObjects: () => archiveObjects, facts: async () => ({ links: await links() }) });
 
   /** A refusal made outside the worker: reported under the lock, and every report then waiting handed to the machine. */
   async function refuse(refusal: DaemonRefusal): Promise<void> {

@@ -70,7 +70,6 @@ export async function genesis(paths: HostPaths, deps: HostDeps, request: Genesis
     const carriedCreds = dryRun ? undefined : keepCarriedSecrets(paths.stateDir, bundle, deps.log);
     // Before genesis the configuration has no link: an archive of the bundle is fetched over the bundle's.
     host.archiveLink.settings = { servers: bundle.link.servers, ...linkAuthOf(bundle.link), ...(carriedCreds ? { creds: carriedCreds } : {}), inboxPrefix: hostInboxPrefix(bundle.node) };
-    if (bundle.link.servers.length > 0) host.env.archiveObjects = host.archiveStore;
     const result = await applyDeclaration(host.env, {
       received,
       origin: 'mesh',

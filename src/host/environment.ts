@@ -1,9 +1,13 @@
+import type { ArchiveResource, ServiceResource } from '../declaration/schema.js';
 import type { HostEnv } from '../apply/apply.js';
+import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../config/archive-limits.js';
 import type { ArchiveObjectsProvider } from '../archive/objects.js';
-import { HANDLERS } from '../apply/handlers.js';
+import { BASE_HANDLERS, type HandlerTable } from '../resources/converge.js';
+import { lazyHandler, pathShape } from '../resources/types.js';
+import { SERVICE_SHAPE } from '../services/runtime.js';
 import { withBuildFault } from '../release/fault.js';
 import { firewallEnv } from '../firewall/env.js';
-import type { HostConfig } from '../config/config.js';
+import { DEFAULTS, type HostConfig } from '../config/config.js';
 import type { Facts } from '../report/report.js';
 import { Outbox } from '../report/outbox.js';
 import { systemAccounts } from '../resources/accounts.js';
@@ -30,6 +34,37 @@ export function serviceManagerOnce(runner: CommandRunner, config: Pick<HostConfi
   return () => (choice ??= import('../services/choose.js').then(({ chooseServiceManager }) => chooseServiceManager(runner, config.serviceManager)));
 }
 
+const noServiceManager = async (): Promise<ManagerChoice> => ({ manager: undefined, reason: 'no service manager is provided' });
+
+/** What the resource kinds need from the host, each given to its own handler. */
+export interface HandlerParts {
+  stateDir: string;
+  clock: Clock;
+  /** The service manager, asked for only when an apply has services to converge or remove (default: none). */
+  serviceManager?: () => Promise<ManagerChoice>;
+  /** The pause between a unit's two looks (default 1.5 s). */
+  verifyPauseMs?: number;
+  /** Bounds of what an archive may unpack to, and of the kept archives (defaults: 1 GiB each). */
+  archiveLimits?: Partial<ArchiveLimits>;
+  /** The mesh's archive store, asked at each apply; none without a link. */
+  archiveObjects?: () => ArchiveObjectsProvider | undefined;
+}
+
+/**
+ * The handler table: every resource kind this host applies, each made by its own factory over what
+ * it needs. A new kind is one line here. The services' code (and XState with it) and the archives'
+ * (node-tar) load only when an apply has resources of theirs.
+ */
+export function hostHandlers(parts: HandlerParts): HandlerTable {
+  const services = { manager: parts.serviceManager ?? noServiceManager, clock: parts.clock, pauseMs: parts.verifyPauseMs ?? DEFAULTS.verifyPauseMs };
+  const archives = { stateDir: parts.stateDir, limits: { ...DEFAULT_ARCHIVE_LIMITS, ...parts.archiveLimits }, objects: parts.archiveObjects ?? (() => undefined) };
+  return withBuildFault({
+    ...BASE_HANDLERS,
+    service: lazyHandler<ServiceResource>(SERVICE_SHAPE, () => import('../resources/service.js').then((m) => m.serviceHandler(services))),
+    archive: lazyHandler<ArchiveResource>(pathShape(), () => import('../resources/archive.js').then((m) => m.archiveHandler(archives))),
+  });
+}
+
 export interface HostEnvInput {
   paths: HostPaths;
   config: HostConfig;
@@ -38,8 +73,8 @@ export interface HostEnvInput {
   serviceManager: () => Promise<ManagerChoice>;
   outbox?: Outbox;
   facts?: () => Promise<Partial<Facts>>;
-  /** The mesh's archive store; absent without a link. */
-  archiveObjects?: ArchiveObjectsProvider;
+  /** The mesh's archive store, asked at each apply; none (or absent) without a link. */
+  archiveObjects?: () => ArchiveObjectsProvider | undefined;
 }
 
 /** The one way the host's environment for an apply is built, by a command and by the daemon alike. */
@@ -53,13 +88,17 @@ export function hostEnvironment(input: HostEnvInput): HostEnv {
     log: deps.log,
     clock: deps.clock,
     accounts: systemAccounts(),
-    handlers: withBuildFault(HANDLERS),
+    handlers: hostHandlers({
+      stateDir: paths.stateDir,
+      clock: deps.clock,
+      serviceManager: input.serviceManager,
+      verifyPauseMs: config.verifyPauseMs,
+      ...(config.archiveLimits ? { archiveLimits: config.archiveLimits } : {}),
+      ...(input.archiveObjects ? { archiveObjects: input.archiveObjects } : {}),
+    }),
     serviceManager: input.serviceManager,
-    verifyPauseMs: config.verifyPauseMs,
     outbox: input.outbox ?? new Outbox(paths.stateDir, config.outbox),
     ...(input.facts ? { facts: input.facts } : {}),
-    ...(input.archiveObjects ? { archiveObjects: input.archiveObjects } : {}),
-    ...(config.archiveLimits ? { archiveLimits: config.archiveLimits } : {}),
     firewall: firewallEnv(deps.runner, { root: paths.root, meshPrefix: config.meshTablePrefix }),
   };
 }

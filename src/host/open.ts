@@ -20,7 +20,7 @@ export interface OpenHost {
   kept: KeptDeclaration;
   /** The link an archive of this command is fetched over (genesis points it at the bundle's). */
   archiveLink: ArchiveLink;
-  /** The archive store over archiveLink, connected on first need; env.archiveObjects is it when there are servers. */
+  /** The archive store over archiveLink, connected on first need; the archives' handler uses it while archiveLink names servers. */
   archiveStore: ArchiveObjectsProvider;
 }
 
@@ -59,7 +59,8 @@ export async function openHost<T>(paths: HostPaths, deps: HostDeps, command: str
         store,
         deps,
         serviceManager: serviceManagerOnce(deps.runner, config),
-        ...(config.servers.length > 0 ? { archiveObjects: archives.provider } : {}),
+        // Asked at each apply: genesis points the link at the bundle's servers before it applies.
+        archiveObjects: () => (archiveLink.settings.servers.length > 0 ? archives.provider : undefined),
       });
       return run({ paths, config, store, env, kept: new KeptDeclaration(paths.stateDir), archiveLink, archiveStore: archives.provider });
     });

@@ -13,6 +13,6 @@ export function buildFault(): BuildFault {
 /** The handlers, or for a build made to fail its applies, ones whose every apply ends failed. */
 export function withBuildFault(handlers: HandlerTable): HandlerTable {
   if (buildFault() !== 'apply') return handlers;
-  const failing = { ...handlers.directory!, verify: async () => [{ resource: 'build-fault', message: 'this test build fails every apply (built with --fault apply)' }] };
+  const failing = { ...handlers.directory!, verify: async () => ({ failures: [{ resource: 'build-fault', message: 'this test build fails every apply (built with --fault apply)' }] }) };
   return { ...handlers, directory: failing };
 }

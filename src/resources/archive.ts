@@ -4,6 +4,8 @@ import type { ArchiveResource } from '../declaration/schema.js';
 import { ArchiveCache } from '../archive/cache.js';
 import { dropJournal, journaledArchives, readJournal, type Journal } from '../archive/journal.js';
 import { joinTarget } from '../archive/local-path.js';
+import type { ArchiveLimits } from '../config/archive-limits.js';
+import type { ArchiveObjectsProvider } from '../archive/objects.js';
 import { obtainArchive, type ArchiveEnv } from '../archive/obtain.js';
 import { readArchive, type Manifest } from '../archive/read.js';
 import { ArchiveRefused } from '../archive/refusal.js';
@@ -11,7 +13,7 @@ import { look, type Owner, type TargetWrites } from '../archive/target.js';
 import { driftOf, keptCopies, preflight, stageRemoval, unpack } from '../archive/unpack.js';
 import type { ResourceRecord } from '../store/state.js';
 import { foundVerdict, HELD_REASON, metaDrift, ownRecord } from './ownership.js';
-import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+import { pathShape, stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
 
 /** The target directory itself: 0755, the resource's owner and group (root by default). */
 const TARGET_MODE = 0o755;
@@ -42,111 +44,126 @@ function sourceWords(resource: ArchiveResource): string {
   return 'object' in resource.source ? `object '${resource.source.object}'` : 'inline';
 }
 
-export const archiveHandler: ResourceHandler<ArchiveResource> = {
-  async converge(resource, ctx, apply): Promise<Checked> {
-    const target = resource.path;
-    const step = (actions: string[]) => stepOf(resource, target, actions);
-    const refuse = (problem: string): Checked => ({ step: step([]), verb: 'none', problem });
-    const env = ctx.archives;
-    if (!env) return refuse('archives are not available to this apply (no state directory was given for them)');
-    const owner = ownerOf(resource, ctx);
-    if (typeof owner === 'string') return refuse(owner);
-    let journal: Journal | undefined;
-    try {
-      journal = readJournal(env.stateDir, target);
-    } catch (err) {
-      return refuse(asProblem(err));
-    }
-    const seen = ctx.removing.has(target) && !apply ? { st: undefined } : look(ctx.fs, target);
-    if ('problem' in seen) return refuse(seen.problem);
-    const st = seen.st;
-    if (st?.isSymbolicLink()) return refuse(`${target} is a symbolic link (to ${ctx.fs.readlink(target)}), not followed`);
-    if (st && !st.isDirectory()) return refuse(`${target} exists and is not a directory`);
-    const record = ownRecord(ctx, resource.id, 'archive', target);
-    const keepRecord = (created: boolean) => {
-      if (apply) ctx.store.record({ id: resource.id, type: 'archive', target, origin: ctx.origin, created, appliedAt: ctx.now() } satisfies ResourceRecord);
-    };
+/** What archives need from the host: where they are kept and journaled, their bounds, the archive store when there is a link. */
+export interface ArchiveHost {
+  stateDir: string;
+  limits: ArchiveLimits;
+  /** The archive store, asked at each apply (genesis points the link at the bundle's first); none without a link. */
+  objects: () => ArchiveObjectsProvider | undefined;
+}
 
-    // The same archive, unpacked whole: stat, compare, move on; drift is restored.
-    if (journal?.complete && journal.sha256 === resource.sha256 && st) {
-      const targetDrift = metaDrift(st, { mode: TARGET_MODE, ...owner }, ctx.accounts);
-      const { drift, problems } = driftOf(ctx.fs, target, journal, owner);
-      if (problems.length > 0) return refuse(problems.join('; '));
-      if (drift.length === 0 && targetDrift.length === 0) {
-        if (!record) keepRecord(journal.created);
-        return { step: step([]), verb: 'none' };
-      }
-      const actions = [...targetDrift, ...(drift.length ? [`restore ${entries(drift.length)}: ${drift.slice(0, 5).map((d) => `${d.name} (${d.why})`).join(', ')}${drift.length > 5 ? ', …' : ''}`] : [])];
-      if (!apply) return { step: step(actions), verb: 'update' };
-      return carryOut(resource, ctx, env, owner, journal, actions, 'update');
-    }
+/** The archive handler over the host's archive store and state directory. */
+export function archiveHandler(host: ArchiveHost): ResourceHandler<ArchiveResource> {
+  const envOf = (): ArchiveEnv => {
+    const objects = host.objects();
+    return { stateDir: host.stateDir, limits: host.limits, ...(objects ? { objects } : {}) };
+  };
+  return {
+    ...pathShape<ArchiveResource>(),
+    converge: (resource, ctx, apply) => converge(resource, ctx, apply, envOf()),
+    remove: (record, ctx, apply) => remove(record, ctx, apply, envOf()),
+  };
+}
 
-    // A new archive here: first unpack, a replacement, or an unpack a crash cut short.
-    const found = st !== undefined && !journal && !isEmptyDirectory(ctx, target);
-    if (found && foundVerdict(resource, ctx) === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
-    const verb = journal ? 'update' : st ? 'take' : 'create';
-    const actions: string[] = [];
-    if (!st) actions.push('create');
-    if (journal && journal.sha256 !== resource.sha256) actions.push(`replace ${short(journal.sha256)}→${short(resource.sha256)}`);
-    else if (journal) actions.push(`finish the unpack of ${short(resource.sha256)} cut short`);
-    let manifest: Manifest | undefined;
-    try {
-      // A plan fetches nothing: an archive known without the link (inline, kept) is read and checked now.
-      const known = await obtainArchive(env, resource.source, resource.sha256, false);
-      if (known) manifest = await readArchive(known.bytes, env.limits);
-    } catch (err) {
-      return refuse(asProblem(err));
-    }
-    if (manifest) {
-      const { problems } = preflight(ctx.fs, target, manifest, journal);
-      if (problems.length > 0) return refuse(problems.join('; '));
-      const leaving = journal ? journal.entries.filter((e) => !manifest.entries.some((m) => m.name === e.name)).length : 0;
-      actions.push(`unpack ${short(resource.sha256)} (${entries(manifest.entries.length)}, ${manifest.bytes} bytes)`, ...(leaving ? [`remove ${entries(leaving)} the new archive lacks`] : []));
-    } else if (!env.objects) {
-      return refuse(new ArchiveRefused('no-link', `${sourceWords(resource)} must be fetched from the archive store, and this host has no link (no servers are configured)`).message);
-    } else {
-      actions.push(`fetch ${sourceWords(resource)}`, `unpack ${short(resource.sha256)}`);
-    }
-    if (!apply) return { step: step(actions), verb, ...(verb === 'take' ? { detail: 'found here; taken over, originals of what the archive overwrites kept' } : {}) };
-    return carryOut(resource, ctx, env, owner, journal, actions, verb);
-  },
+async function converge(resource: ArchiveResource, ctx: ConvergeContext, apply: boolean, env: ArchiveEnv): Promise<Checked> {
+  const target = resource.path;
+  const step = (actions: string[]) => stepOf(resource, target, actions);
+  const refuse = (problem: string): Checked => ({ step: step([]), verb: 'none', problem });
+  const owner = ownerOf(resource, ctx);
+  if (typeof owner === 'string') return refuse(owner);
+  let journal: Journal | undefined;
+  try {
+    journal = readJournal(env.stateDir, target);
+  } catch (err) {
+    return refuse(asProblem(err));
+  }
+  const seen = ctx.removing.has(target) && !apply ? { st: undefined } : look(ctx.fs, target);
+  if ('problem' in seen) return refuse(seen.problem);
+  const st = seen.st;
+  if (st?.isSymbolicLink()) return refuse(`${target} is a symbolic link (to ${ctx.fs.readlink(target)}), not followed`);
+  if (st && !st.isDirectory()) return refuse(`${target} exists and is not a directory`);
+  const record = ownRecord(ctx, resource.id, 'archive', target);
+  const keepRecord = (created: boolean) => {
+    if (apply) ctx.store.record({ id: resource.id, type: 'archive', target, origin: ctx.origin, created, appliedAt: ctx.now() } satisfies ResourceRecord);
+  };
 
-  async remove(record, ctx, apply): Promise<Checked> {
-    const target = record.target;
-    const env = ctx.archives;
-    const step = (actions: string[]) => stepOf(record, target, actions);
-    if (!env) return { step: step([]), verb: 'none', problem: 'archives are not available to this apply' };
-    let journal: Journal | undefined;
-    try {
-      journal = readJournal(env.stateDir, target);
-    } catch (err) {
-      return { step: step([]), verb: 'none', problem: asProblem(err) };
+  // The same archive, unpacked whole: stat, compare, move on; drift is restored.
+  if (journal?.complete && journal.sha256 === resource.sha256 && st) {
+    const targetDrift = metaDrift(st, { mode: TARGET_MODE, ...owner }, ctx.accounts);
+    const { drift, problems } = driftOf(ctx.fs, target, journal, owner);
+    if (problems.length > 0) return refuse(problems.join('; '));
+    if (drift.length === 0 && targetDrift.length === 0) {
+      if (!record) keepRecord(journal.created);
+      return { step: step([]), verb: 'none' };
     }
-    if (!journal) {
-      if (apply) ctx.store.forget(record.id);
-      return { step: step(['remove']), verb: 'remove', detail: 'no journal: nothing unpacked is known, nothing removed' };
-    }
-    const unreachable = journal.entries.flatMap((e) => {
-      const seen = look(ctx.fs, joinTarget(target, e.name));
-      return 'problem' in seen ? [seen.problem] : [];
-    });
-    if (unreachable.length > 0) return { step: step([]), verb: 'none', problem: `${unreachable.join('; ')}; nothing was removed` };
-    const actions = ['remove', entries(journal.entries.length)];
-    if (!apply) return { step: step(actions), verb: 'remove' };
-    const writes = batchWrites(ctx, record.id);
-    const left: string[] = [];
-    stageRemoval(ctx.fs, writes, target, journal.entries, ctx.takenDir, left);
-    if (journal.created) writes.removeDirectory(target);
-    else if (journal.original) writes.setMeta(target, journal.original, 'directory');
-    const done = await writes.flush();
-    left.push(...done.left.map((path) => `${path}: holds what others put there; left`));
-    for (const copy of keptCopies(journal.entries, ctx.takenDir)) rmSync(copy, { force: true });
-    dropJournal(env.stateDir, target);
-    new ArchiveCache(env.stateDir).prune(journaledArchives(env.stateDir), env.limits.cacheBytes);
-    ctx.store.forget(record.id);
-    return { step: step(actions), verb: 'remove', ...(left.length ? { detail: left.join('; ') } : {}) };
-  },
-};
+    const actions = [...targetDrift, ...(drift.length ? [`restore ${entries(drift.length)}: ${drift.slice(0, 5).map((d) => `${d.name} (${d.why})`).join(', ')}${drift.length > 5 ? ', …' : ''}`] : [])];
+    if (!apply) return { step: step(actions), verb: 'update' };
+    return carryOut(resource, ctx, env, owner, journal, actions, 'update');
+  }
+
+  // A new archive here: first unpack, a replacement, or an unpack a crash cut short.
+  const found = st !== undefined && !journal && !isEmptyDirectory(ctx, target);
+  if (found && foundVerdict(resource, ctx) === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
+  const verb = journal ? 'update' : st ? 'take' : 'create';
+  const actions: string[] = [];
+  if (!st) actions.push('create');
+  if (journal && journal.sha256 !== resource.sha256) actions.push(`replace ${short(journal.sha256)}→${short(resource.sha256)}`);
+  else if (journal) actions.push(`finish the unpack of ${short(resource.sha256)} cut short`);
+  let manifest: Manifest | undefined;
+  try {
+    // A plan fetches nothing: an archive known without the link (inline, kept) is read and checked now.
+    const known = await obtainArchive(env, resource.source, resource.sha256, false);
+    if (known) manifest = await readArchive(known.bytes, env.limits);
+  } catch (err) {
+    return refuse(asProblem(err));
+  }
+  if (manifest) {
+    const { problems } = preflight(ctx.fs, target, manifest, journal);
+    if (problems.length > 0) return refuse(problems.join('; '));
+    const leaving = journal ? journal.entries.filter((e) => !manifest.entries.some((m) => m.name === e.name)).length : 0;
+    actions.push(`unpack ${short(resource.sha256)} (${entries(manifest.entries.length)}, ${manifest.bytes} bytes)`, ...(leaving ? [`remove ${entries(leaving)} the new archive lacks`] : []));
+  } else if (!env.objects) {
+    return refuse(new ArchiveRefused('no-link', `${sourceWords(resource)} must be fetched from the archive store, and this host has no link (no servers are configured)`).message);
+  } else {
+    actions.push(`fetch ${sourceWords(resource)}`, `unpack ${short(resource.sha256)}`);
+  }
+  if (!apply) return { step: step(actions), verb, ...(verb === 'take' ? { detail: 'found here; taken over, originals of what the archive overwrites kept' } : {}) };
+  return carryOut(resource, ctx, env, owner, journal, actions, verb);
+}
+
+async function remove(record: ResourceRecord, ctx: ConvergeContext, apply: boolean, env: ArchiveEnv): Promise<Checked> {
+  const target = record.target;
+  const step = (actions: string[]) => stepOf(record, target, actions);
+  let journal: Journal | undefined;
+  try {
+    journal = readJournal(env.stateDir, target);
+  } catch (err) {
+    return { step: step([]), verb: 'none', problem: asProblem(err) };
+  }
+  if (!journal) {
+    if (apply) ctx.store.forget(record.id);
+    return { step: step(['remove']), verb: 'remove', detail: 'no journal: nothing unpacked is known, nothing removed' };
+  }
+  const unreachable = journal.entries.flatMap((e) => {
+    const seen = look(ctx.fs, joinTarget(target, e.name));
+    return 'problem' in seen ? [seen.problem] : [];
+  });
+  if (unreachable.length > 0) return { step: step([]), verb: 'none', problem: `${unreachable.join('; ')}; nothing was removed` };
+  const actions = ['remove', entries(journal.entries.length)];
+  if (!apply) return { step: step(actions), verb: 'remove' };
+  const writes = batchWrites(ctx, record.id);
+  const left: string[] = [];
+  stageRemoval(ctx.fs, writes, target, journal.entries, ctx.takenDir, left);
+  if (journal.created) writes.removeDirectory(target);
+  else if (journal.original) writes.setMeta(target, journal.original, 'directory');
+  const done = await writes.flush();
+  left.push(...done.left.map((path) => `${path}: holds what others put there; left`));
+  for (const copy of keptCopies(journal.entries, ctx.takenDir)) rmSync(copy, { force: true });
+  dropJournal(env.stateDir, target);
+  new ArchiveCache(env.stateDir).prune(journaledArchives(env.stateDir), env.limits.cacheBytes);
+  ctx.store.forget(record.id);
+  return { step: step(actions), verb: 'remove', ...(left.length ? { detail: left.join('; ') } : {}) };
+}
 
 /**
  * The archive's writes through the apply's write batch. The archive commits its own changes (it is
@@ -192,10 +209,7 @@ async function carryOut(resource: ArchiveResource, ctx: ConvergeContext, env: Ar
     });
     accepted = true;
     ctx.store.record({ id: resource.id, type: 'archive', target, origin: ctx.origin, created, appliedAt: ctx.now() });
-    if (done.written > 0 || done.removed > 0) {
-      ctx.changedFiles.add(resource.id);
-      ctx.changedPaths.add(target);
-    }
+    if (done.written > 0 || done.removed > 0) ctx.changed.add(resource.id, target);
     const detail = [`${plural(done.written, 'write')}, ${plural(done.removed, 'removal')} (${obtained!.how})`, ...done.left].join('; ');
     return { step: stepOf(resource, target, actions), verb, detail };
   } finally {

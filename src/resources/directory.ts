@@ -2,10 +2,10 @@ import type { Stats } from 'node:fs';
 import type { DirectoryResource } from '../declaration/schema.js';
 import { foundVerdict, HELD_REASON, lookOf, metaDrift, metaMatches, observe, ownRecord } from './ownership.js';
 import { PathRefused } from './rooted-fs.js';
-import { stepOf, UNCHANGED, type Checked, type ResourceHandler } from './types.js';
+import { pathShape, stepOf, UNCHANGED, type Checked, type ResourceHandler } from './types.js';
 
 export const directoryHandler: ResourceHandler<DirectoryResource> = {
-  batched: true,
+  ...pathShape<DirectoryResource>(true),
   /** Synchronous: a directory's check is one lstat and a few comparisons. */
   converge(resource, ctx, apply, planned): Checked {
     const path = resource.path;

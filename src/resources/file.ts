@@ -8,7 +8,7 @@ import { writeDurablyAsync } from '../system/durable.js';
 import { foundVerdict, HELD_REASON, lookAt, lookOf, metaDrift, metaMatches, ownRecord, wantedMeta, type Wanted } from './ownership.js';
 import { lineChanges } from './line-changes.js';
 import { PathRefused } from './rooted-fs.js';
-import { stepOf, UNCHANGED, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+import { pathShape, stepOf, UNCHANGED, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
 import type { TakenOriginal } from './write-batch.js';
 
 /** What the plan and the report say of a sensitive file's content change. */
@@ -71,7 +71,7 @@ interface DriftMemo {
 const fingerprintOf = (st: Stats) => `${st.ino}:${st.dev}:${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.mode}:${st.uid}:${st.gid}:${st.nlink}`;
 
 export const fileHandler: ResourceHandler<FileResource> = {
-  batched: true,
+  ...pathShape<FileResource>(true),
   /**
    * Synchronous for the no-op path (a file of ours, unchanged since the host last saw it whole, its mode
    * and owner as asked: one lstat, a few comparisons, a digest of the declared text, nothing made);
@@ -148,8 +148,7 @@ async function convergeFound(resource: FileResource, ctx: ConvergeContext, apply
     const change = ctx.writes.change(resource.id);
     change.writeFile(path, content(), w, { creates, ...(original ? { original } : {}) });
     change.whenDurable((done) => ctx.store.record(record(seenOf(done.statOf(path)!, digest))));
-    ctx.changedFiles.add(resource.id);
-    ctx.changedPaths.add(path);
+    ctx.changed.add(resource.id, path);
   };
 
   if (st === undefined) {
@@ -167,7 +166,7 @@ async function convergeFound(resource: FileResource, ctx: ConvergeContext, apply
     change.setMeta(path, want, 'file', original ? { original } : undefined);
     change.whenDurable((done) => ctx.store.record(record(seenOf(done.statOf(path)!, digest))));
     // A service that restarts on this file restarts on its mode and owner too, as when it was written whole.
-    ctx.changedFiles.add(resource.id);
+    ctx.changed.add(resource.id);
   };
   /** The drift the plan found, when the file looks as it did then; read and compared otherwise. */
   const driftOf = async (): Promise<Drift> => {

@@ -1,19 +1,14 @@
 import { createActor } from 'xstate';
 import { unitWatcherMachine } from '../../machines/unit-watcher.js';
 import type { ServiceResource } from '../declaration/schema.js';
+import type { ResourceRecord } from '../store/state.js';
 import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
 import { exists, isRunning, isStarting, type UnitAction, type UnitState } from '../services/manager.js';
-import { queryUnits, type ServiceRuntime } from '../services/runtime.js';
+import { queryUnits, serviceApply, SERVICE_SHAPE, type ServiceApply, type ServiceRuntime } from '../services/runtime.js';
 import { lookAt, secondLook } from '../services/verify.js';
 
-function runtimeOf(ctx: ConvergeContext): ServiceRuntime {
-  if (!ctx.services) throw new Error('no service manager on this machine: declaring services needs systemd or OpenRC');
-  return ctx.services;
-}
-
-
 /** The state of a unit: from the plan's one batched read, or read again once the apply has changed things. */
-async function stateOf(runtime: ServiceRuntime, unit: string, fresh: boolean): Promise<UnitState> {
+async function stateOf(runtime: ServiceApply, unit: string, fresh: boolean): Promise<UnitState> {
   const known = runtime.states.get(unit);
   if (known && !fresh) return known;
   const state = (await queryUnits(runtime, [unit])).get(unit);
@@ -22,10 +17,10 @@ async function stateOf(runtime: ServiceRuntime, unit: string, fresh: boolean): P
 }
 
 /** A changed file under a unit directory needs one daemon-reload, before any unit is acted on. */
-async function reloadIfUnitFilesChanged(ctx: ConvergeContext, runtime: ServiceRuntime): Promise<void> {
+async function reloadIfUnitFilesChanged(ctx: ConvergeContext, runtime: ServiceApply): Promise<void> {
   if (runtime.daemonReloaded) return;
   const dirs = runtime.manager.unitDirectories;
-  if (![...ctx.changedPaths].some((p) => dirs.some((d) => p.startsWith(`${d}/`)))) return;
+  if (!ctx.changed.paths.some((p) => dirs.some((d) => p.startsWith(`${d}/`)))) return;
   await runtime.manager.daemonReload();
   runtime.daemonReloaded = true;
   // What was read before the reload may be stale (a unit just installed was not-found).
@@ -43,7 +38,7 @@ function decide(resource: ServiceResource, state: UnitState, ctx: ConvergeContex
   const wanted: Wanted = {};
   const up = isRunning(state) || isStarting(state);
   if (resource.state === 'running') {
-    const changed = (resource.restartOn ?? []).filter((id) => ctx.changedFiles.has(id));
+    const changed = (resource.restartOn ?? []).filter((id) => ctx.changed.has(id));
     if (!up) wanted.action = 'start';
     else if (changed.length > 0) {
       wanted.action = resource.reload ? 'reload' : 'restart';
@@ -65,78 +60,100 @@ function actionsOf(w: Wanted): string[] {
   return actions;
 }
 
-export const serviceHandler: ResourceHandler<ServiceResource> = {
-  async converge(resource, ctx, apply): Promise<Checked> {
-    const runtime = runtimeOf(ctx);
-    const unit = resource.unit;
-    const record = () => ctx.store.record({ id: resource.id, type: 'service', target: unit, origin: ctx.origin, created: true, appliedAt: ctx.now() });
-    if (!apply) {
-      const state = await stateOf(runtime, unit, false);
-      if (!exists(state)) {
-        // The plan cannot know whether this apply installs the unit: it says so; the apply decides.
-        const w: Wanted = resource.state === 'running' ? { action: 'start' } : {};
-        if (resource.enabled) w.enable = true;
-        const actions = actionsOf(w);
-        return { step: stepOf(resource, unit, actions.length ? actions : ['check']), verb: 'update', detail: `${unit} is not loaded yet (LoadState=not-found)` };
-      }
-      const actions = actionsOf(decide(resource, state, ctx));
-      return actions.length ? { step: stepOf(resource, unit, actions), verb: 'update' } : { step: stepOf(resource, unit, []), verb: 'none' };
-    }
+/**
+ * The service handler over the host's way to its service manager: the manager is chosen when an apply
+ * first has services to converge or remove (an apply without services never asks); each apply's unit
+ * states, watchers and second look are its own, kept by its context.
+ */
+export function serviceHandler(host: ServiceRuntime): ResourceHandler<ServiceResource> {
+  const applies = new WeakMap<ConvergeContext, ServiceApply>();
+  const runtimeOf = (ctx: ConvergeContext): ServiceApply => {
+    const runtime = applies.get(ctx);
+    if (!runtime) throw new Error('no service manager on this machine: declaring services needs systemd or OpenRC');
+    return runtime;
+  };
+  return {
+    ...SERVICE_SHAPE,
+    converge: (resource, ctx, apply) => converge(resource, ctx, apply, runtimeOf(ctx)),
+    remove: (record, ctx, apply) => remove(record, ctx, apply, runtimeOf(ctx)),
+    /** The manager, chosen once; then every unit the apply needs (declared and removed), in one batched read. */
+    async prepare(resources, removing, ctx) {
+      const choice = await host.manager();
+      if (!choice.manager) return `services are declared or recorded, but ${choice.reason}`;
+      const runtime = serviceApply(choice.manager, host.clock, host.pauseMs);
+      applies.set(ctx, runtime);
+      const units = [...removing.map((r) => r.target), ...resources.map((r) => r.unit)];
+      if (units.length > 0) await queryUnits(runtime, units);
+      return undefined;
+    },
+    async verify(ctx) {
+      const runtime = applies.get(ctx);
+      if (!runtime) return undefined;
+      const failures = await secondLook(runtime);
+      const seen = runtime.verified;
+      return { failures, ...(seen ? { said: [`second look at ${seen.units.join(', ')} after a pause of ${seen.pausedMs} ms (verifying took ${seen.tookMs} ms)`] } : {}) };
+    },
+  };
+}
 
-    await reloadIfUnitFilesChanged(ctx, runtime);
+async function converge(resource: ServiceResource, ctx: ConvergeContext, apply: boolean, runtime: ServiceApply): Promise<Checked> {
+  const unit = resource.unit;
+  const record = () => ctx.store.record({ id: resource.id, type: 'service', target: unit, origin: ctx.origin, created: true, appliedAt: ctx.now() });
+  if (!apply) {
     const state = await stateOf(runtime, unit, false);
     if (!exists(state)) {
-      throw new Error(`${unit} does not exist (LoadState=${state.loadState}): it cannot be ${resource.state === 'running' ? 'started' : 'stopped'}; a unit that does not exist is not a stopped one`);
+      // The plan cannot know whether this apply installs the unit: it says so; the apply decides.
+      const w: Wanted = resource.state === 'running' ? { action: 'start' } : {};
+      if (resource.enabled) w.enable = true;
+      const actions = actionsOf(w);
+      return { step: stepOf(resource, unit, actions.length ? actions : ['check']), verb: 'update', detail: `${unit} is not loaded yet (LoadState=not-found)` };
     }
-    const w = decide(resource, state, ctx);
-    const actions = actionsOf(w);
-    if (w.action === 'stop') await runtime.manager.act(unit, 'stop');
-    if (w.enable !== undefined) await runtime.manager.setEnabled(unit, w.enable);
-    if (w.action && w.action !== 'stop') {
-      const actedAt = runtime.clock.monotonic();
-      await runtime.manager.act(unit, w.action);
-      const watcher = createActor(unitWatcherMachine, { input: { unit, action: w.action } }).start();
-      const first = await stateOf(runtime, unit, true);
-      watcher.send({ type: 'FIRST_LOOK', look: lookAt(first, runtime.clock.monotonic() - actedAt) });
-      const snapshot = watcher.getSnapshot();
-      if (snapshot.status === 'done' && !snapshot.output.accepted) {
-        record();
-        throw new Error(snapshot.output.message);
-      }
-      runtime.watched.push({ resource: resource.id, unit, actedAt, watcher });
-    }
-    record();
+    const actions = actionsOf(decide(resource, state, ctx));
     return actions.length ? { step: stepOf(resource, unit, actions), verb: 'update' } : { step: stepOf(resource, unit, []), verb: 'none' };
-  },
+  }
 
-  async remove(record, ctx, apply): Promise<Checked> {
-    const runtime = runtimeOf(ctx);
-    const state = await stateOf(runtime, record.target, apply);
-    if (!exists(state)) {
-      // Uninstalled since: removing what is already gone succeeds.
-      if (apply) ctx.store.forget(record.id);
-      return { step: stepOf(record, record.target, ['remove']), verb: 'remove', detail: `${record.target} is no longer installed; nothing to stop` };
+  await reloadIfUnitFilesChanged(ctx, runtime);
+  const state = await stateOf(runtime, unit, false);
+  if (!exists(state)) {
+    throw new Error(`${unit} does not exist (LoadState=${state.loadState}): it cannot be ${resource.state === 'running' ? 'started' : 'stopped'}; a unit that does not exist is not a stopped one`);
+  }
+  const w = decide(resource, state, ctx);
+  const actions = actionsOf(w);
+  if (w.action === 'stop') await runtime.manager.act(unit, 'stop');
+  if (w.enable !== undefined) await runtime.manager.setEnabled(unit, w.enable);
+  if (w.action && w.action !== 'stop') {
+    const actedAt = runtime.clock.monotonic();
+    await runtime.manager.act(unit, w.action);
+    const watcher = createActor(unitWatcherMachine, { input: { unit, action: w.action } }).start();
+    const first = await stateOf(runtime, unit, true);
+    watcher.send({ type: 'FIRST_LOOK', look: lookAt(first, runtime.clock.monotonic() - actedAt) });
+    const snapshot = watcher.getSnapshot();
+    if (snapshot.status === 'done' && !snapshot.output.accepted) {
+      record();
+      throw new Error(snapshot.output.message);
     }
-    const actions = ['remove'];
-    const up = isRunning(state) || isStarting(state);
-    const enabled = state.unitFileState === 'enabled';
-    if (up) actions.push('stop');
-    if (enabled) actions.push('disable');
-    if (apply) {
-      if (up) await runtime.manager.act(record.target, 'stop');
-      if (enabled) await runtime.manager.setEnabled(record.target, false);
-      ctx.store.forget(record.id);
-    }
-    return { step: stepOf(record, record.target, actions), verb: 'remove' };
-  },
+    runtime.watched.push({ resource: resource.id, unit, actedAt, watcher });
+  }
+  record();
+  return actions.length ? { step: stepOf(resource, unit, actions), verb: 'update' } : { step: stepOf(resource, unit, []), verb: 'none' };
+}
 
-  /** Every unit the apply needs (declared and removed), in one batched read of the service manager. */
-  async prepare(resources, removing, ctx) {
-    const units = [...removing.map((r) => r.target), ...resources.map((r) => r.unit)];
-    if (ctx.services && units.length > 0) await queryUnits(ctx.services, units);
-  },
-
-  async verify(ctx) {
-    return ctx.services ? secondLook(ctx.services) : [];
-  },
-};
+async function remove(record: ResourceRecord, ctx: ConvergeContext, apply: boolean, runtime: ServiceApply): Promise<Checked> {
+  const state = await stateOf(runtime, record.target, apply);
+  if (!exists(state)) {
+    // Uninstalled since: removing what is already gone succeeds.
+    if (apply) ctx.store.forget(record.id);
+    return { step: stepOf(record, record.target, ['remove']), verb: 'remove', detail: `${record.target} is no longer installed; nothing to stop` };
+  }
+  const actions = ['remove'];
+  const up = isRunning(state) || isStarting(state);
+  const enabled = state.unitFileState === 'enabled';
+  if (up) actions.push('stop');
+  if (enabled) actions.push('disable');
+  if (apply) {
+    if (up) await runtime.manager.act(record.target, 'stop');
+    if (enabled) await runtime.manager.setEnabled(record.target, false);
+    ctx.store.forget(record.id);
+  }
+  return { step: stepOf(record, record.target, actions), verb: 'remove' };
+}

@@ -6,8 +6,6 @@ import type { Logger } from '../system/log.js';
 import type { Accounts } from './accounts.js';
 import type { RootedFs } from './rooted-fs.js';
 import type { Amendment, WriteBatch } from './write-batch.js';
-import type { ServiceRuntime } from '../services/runtime.js';
-import type { ArchiveEnv } from '../archive/obtain.js';
 
 /** One step of a plan: no actions means nothing to do. */
 export interface Step {
@@ -67,7 +65,31 @@ export const UNCHANGED: Checked = Object.freeze({ verb: 'none' as const });
 /** The actions of every unchanged step: one shared, frozen, empty list. */
 export const NO_ACTIONS: string[] = Object.freeze([]) as unknown as string[];
 
-/** What converging (or removing) needs, passed in. */
+/**
+ * What this apply changed so far, for the resources that act on others' changes (a service's
+ * restartOn, a daemon-reload for a changed unit file): which resources changed, and the paths they
+ * changed on the machine. A handler that changes something says so here; any handler may read it.
+ */
+export class ChangeSet {
+  private readonly ids = new Set<string>();
+  private readonly changedPaths: string[] = [];
+
+  /** `path`: what the change rewrote on the machine (none for a change of mode or owner alone). */
+  add(resource: string, path?: string): void {
+    this.ids.add(resource);
+    if (path !== undefined) this.changedPaths.push(path);
+  }
+
+  has(resource: string): boolean {
+    return this.ids.has(resource);
+  }
+
+  get paths(): readonly string[] {
+    return this.changedPaths;
+  }
+}
+
+/** What converging (or removing) needs, passed in. It names no resource kind: a kind's own needs are its handler's. */
 export interface ConvergeContext {
   fs: RootedFs;
   /** Every change an apply makes on the machine is staged here and made durable together. */
@@ -82,37 +104,93 @@ export interface ConvergeContext {
   now: () => string;
   /** Paths whose records this apply removes first: a plan reads them as already gone. */
   removing: Set<string>;
-  /** Ids of files and archives this apply changed: services naming them in restartOn act on it. */
-  changedFiles: Set<string>;
-  /** Targets of the files changed by this apply, for daemon-reload. */
-  changedPaths: Set<string>;
-  /** Where archives are kept, verified and journaled, and how objects are fetched. */
-  archives?: ArchiveEnv;
-  /** Present when the declaration or the footprint holds services. */
-  services?: ServiceRuntime;
+  /** What this apply changed so far (restartOn reads it). */
+  changed: ChangeSet;
 }
 
-/**
- * One function per resource type checks and, when asked to, applies: the plan is the check alone,
- * so a plan can never promise what the apply does not do (mgmt's CheckApply).
- */
-export interface ResourceHandler<R extends Resource = Resource> {
-  /** `planned`: what the plan's check of this resource said, when the apply carries it out. */
+/** What a handler's look after the steps found: failures fail their steps; `said` goes into the report. */
+export interface Verified {
+  failures: Array<{ resource: string; message: string }>;
+  said?: string[];
+}
+
+/** What the engine knows of a kind without loading its code: where its resources sit, and when they go. */
+export interface HandlerShape<R extends Resource = Resource> {
+  /** Where a resource sits on the machine (a path, a unit): its record's target. */
+  target(resource: R): string;
   /**
-   * May answer without a promise: the check of a file found as declared is synchronous, and 10,000 of
-   * them should not pay a promise and a turn of the microtask queue each.
+   * Removals run in rank order, lowest first (services stop before the files they read go); within a
+   * rank, the deepest target first (what is inside a directory goes before the directory).
    */
-  converge(resource: R, ctx: ConvergeContext, apply: boolean, planned?: Checked): Checked | Promise<Checked>;
-  remove(record: ResourceRecord, ctx: ConvergeContext, apply: boolean): Checked | Promise<Checked>;
+  removalRank: number;
   /**
    * The handler's apply writes only through `ctx.writes`. Without it, the batch is committed before
    * the handler applies (a service restarted for a file must find the file durably there).
    */
   batched?: boolean;
-  /** Read once before the check, for every resource of this type and every record it removes (one batched query). */
-  prepare?(resources: R[], removing: ResourceRecord[], ctx: ConvergeContext): Promise<void>;
+}
+
+/** The rank of what lives at a path (files, directories, archives); what runs (services) goes first, at 0. */
+export const PATH_RANK = 1;
+
+/** The shape of a kind whose resources sit at a declared path. */
+export const pathShape = <R extends Resource & { path: string }>(batched?: true): HandlerShape<R> => ({
+  target: (resource) => resource.path,
+  removalRank: PATH_RANK,
+  ...(batched ? { batched } : {}),
+});
+
+/**
+ * One function per resource kind checks and, when asked to, applies: the plan is the check alone,
+ * so a plan can never promise what the apply does not do (mgmt's CheckApply). The engine
+ * (resources/converge.ts) holds a table of these and knows nothing else of any kind.
+ *
+ * How a new kind plugs in (three places, nothing else):
+ * 1. Its schema: a member of `Resource` in declaration/schema.ts, `type` its name.
+ * 2. Its handler, in its own file: a factory taking what the kind needs from the host (a client, a
+ *    state directory, a clock) and returning a `ResourceHandler` — `target` and `removalRank` say where
+ *    its resources sit and when they go; `prepare` reads once before the check (one batched query of
+ *    everything declared and removed) and may refuse the whole apply; `converge` and `remove` check
+ *    and, with `apply`, act (batched handlers stage writes in `ctx.writes`, others act themselves);
+ *    `verify` looks once after every step. State kept for one apply is keyed by its `ctx`. A step
+ *    says what changes as typed `Change`s (resources/changes.ts; a new kind may add its own members
+ *    there and their words in report/). What it changes that others may act on goes into
+ *    `ctx.changed`; what it changes on the machine goes into the store's records (ctx.store.record).
+ * 3. One line in the handler table, `hostHandlers` in host/environment.ts (behind `lazyHandler` when
+ *    its code is heavy, so that an apply without it never loads it).
+ */
+export interface ResourceHandler<R extends Resource = Resource> extends HandlerShape<R> {
+  /**
+   * `planned`: what the plan's check of this resource said, when the apply carries it out. May answer
+   * without a promise: the check of a file found as declared is synchronous, and 10,000 of them should
+   * not pay a promise and a turn of the microtask queue each.
+   */
+  converge(resource: R, ctx: ConvergeContext, apply: boolean, planned?: Checked): Checked | Promise<Checked>;
+  remove(record: ResourceRecord, ctx: ConvergeContext, apply: boolean): Checked | Promise<Checked>;
+  /**
+   * Before the check, once per apply, called only when the apply has resources of this kind or removes
+   * records of it: reads what the kind needs (services: one batched unit query). Answers why the apply
+   * cannot go on at all (no service manager), or nothing.
+   */
+  prepare?(resources: R[], removing: ResourceRecord[], ctx: ConvergeContext): Promise<string | undefined>;
   /** Read once the steps are done (the services' second look): failures fail their steps. */
-  verify?(ctx: ConvergeContext): Promise<Array<{ resource: string; message: string }>>;
+  verify?(ctx: ConvergeContext): Promise<Verified | undefined>;
+}
+
+/**
+ * A handler whose code loads at its first use: an apply without resources of its kind never loads it
+ * (the services' XState, the archives' node-tar). `verify` asks only a handler that was used.
+ */
+export function lazyHandler<R extends Resource>(shape: HandlerShape<R>, load: () => Promise<ResourceHandler<R>>): ResourceHandler<R> {
+  let loaded: Promise<ResourceHandler<R>> | undefined;
+  const handler = () => (loaded ??= load());
+  return {
+    ...shape,
+    converge: async (resource, ctx, apply, planned) => (await handler()).converge(resource, ctx, apply, planned),
+    remove: async (record, ctx, apply) => (await handler()).remove(record, ctx, apply),
+    prepare: async (resources, removing, ctx) => (await handler()).prepare?.(resources, removing, ctx),
+    verify: async (ctx) => (loaded ? (await loaded).verify?.(ctx) : undefined),
+  };
 }
 
 export type { Amendment };

@@ -1,7 +1,21 @@
 import type { Actor } from 'xstate';
 import type { unitWatcherMachine } from '../../machines/unit-watcher.js';
 import type { Clock } from '../system/clock.js';
+import type { ManagerChoice } from './choose.js';
 import type { ServiceManager, UnitState } from './manager.js';
+
+/** What the host gives the service handler: how the manager is chosen (once, when first needed), the clock, the pause between the two looks. */
+export interface ServiceRuntime {
+  manager: () => Promise<ManagerChoice>;
+  clock: Clock;
+  pauseMs: number;
+}
+
+/**
+ * Where a service sits (its unit), and that services stop before the files they read are removed (the
+ * handler's shape, known without loading the handler's code).
+ */
+export const SERVICE_SHAPE = { target: (resource: { unit: string }): string => resource.unit, removalRank: 0 };
 
 export interface WatchedUnit {
   resource: string;
@@ -11,7 +25,7 @@ export interface WatchedUnit {
 }
 
 /** What the service steps of one apply share: the manager, the states read in one batch, the watchers. */
-export interface ServiceRuntime {
+export interface ServiceApply {
   manager: ServiceManager;
   clock: Clock;
   /** The pause between the two looks, shared by every unit of the apply. */
@@ -25,11 +39,11 @@ export interface ServiceRuntime {
   verified?: { units: string[]; pausedMs: number; tookMs: number };
 }
 
-export function serviceRuntime(manager: ServiceManager, clock: Clock, pauseMs: number): ServiceRuntime {
+export function serviceApply(manager: ServiceManager, clock: Clock, pauseMs: number): ServiceApply {
   return { manager, clock, pauseMs, states: new Map(), daemonReloaded: false, watched: [], queries: 0 };
 }
 
-export async function queryUnits(runtime: ServiceRuntime, units: readonly string[]): Promise<Map<string, UnitState>> {
+export async function queryUnits(runtime: ServiceApply, units: readonly string[]): Promise<Map<string, UnitState>> {
   runtime.queries++;
   const states = await runtime.manager.query(units);
   for (const [unit, state] of states) runtime.states.set(unit, state);

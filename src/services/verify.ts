@@ -1,7 +1,7 @@
 import { toPromise } from 'xstate';
 import type { Look } from '../../machines/unit-watcher.js';
 import type { UnitState } from './manager.js';
-import { queryUnits, type ServiceRuntime } from './runtime.js';
+import { queryUnits, type ServiceApply } from './runtime.js';
 
 export interface VerifyFailure {
   resource: string;
@@ -12,7 +12,7 @@ export interface VerifyFailure {
  * The second look: one pause shared by every unit the apply started, restarted or reloaded, then one
  * batched read, each unit's watcher deciding. Units the apply did not touch are never paused for.
  */
-export async function secondLook(runtime: ServiceRuntime): Promise<VerifyFailure[]> {
+export async function secondLook(runtime: ServiceApply): Promise<VerifyFailure[]> {
   if (runtime.watched.length === 0) return [];
   const started = runtime.clock.monotonic();
   const lastAction = Math.max(...runtime.watched.map((w) => w.actedAt));

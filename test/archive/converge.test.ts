@@ -2,7 +2,6 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { HANDLERS } from '../../src/apply/handlers.js';
 import { journalPath, readJournal, type Journal } from '../../src/archive/journal.js';
 import type { ArchiveObjects } from '../../src/archive/objects.js';
 import type { Resource } from '../../src/declaration/schema.js';
@@ -53,7 +52,7 @@ const listed = (j: Journal) => j.entries.map((e) => `${e.type} ${e.name} ${e.mod
 
 describe('an archive converges', () => {
   it('unpacks a release: an executable 0755, owners never from the archive, modes masked to 0777, into a declared releases folder', async () => {
-    host = testHost({ handlers: HANDLERS, dirs: ['var/lib'] });
+    host = testHost({ kinds: {}, dirs: ['var/lib'] });
     const file = archive({ 'bin/mesh-host': { content: '#!/bin/sh\necho host\n', mode: 0o755 }, 'share/notes.txt': { content: 'notes\n', mode: 0o640 } }, ['--owner=1234', '--group=4321']);
     const report = reportOf(await host.apply(declaration([
       { type: 'directory', id: 'state', path: '/var/lib/mesh-host' },
@@ -83,7 +82,7 @@ describe('an archive converges', () => {
   });
 
   it("gives files the resource's owner and group", async () => {
-    host = testHost({ handlers: HANDLERS, dirs: ['opt'] });
+    host = testHost({ kinds: {}, dirs: ['opt'] });
     const file = archive({ 'a/b': 'b' });
     const report = reportOf(await host.apply(declaration([inlineArchive('app', '/opt/app', file, { owner: '65534', group: '65534' })])));
     expect(report.outcome).toBe('converged');
@@ -91,11 +90,11 @@ describe('an archive converges', () => {
   });
 
   it('a new archive replaces the old contents: entries it lacks are removed, the rest written, the journal names the new set', async () => {
-    host = testHost({ handlers: HANDLERS, dirs: ['opt'] });
+    host = testHost({ kinds: {}, dirs: ['opt'] });
     const v1 = archive({ 'keep.txt': 'same', 'change.txt': 'one', 'gone/deep/x': 'x', 'gone.txt': 'bye' });
     const v2 = archive({ 'keep.txt': 'same', 'change.txt': 'two', 'new/y': 'y' });
     const store = countingStore(new Map([['app-1.tgz', readFileSync(v1)], ['app-2.tgz', readFileSync(v2)]]));
-    host.env.archiveObjects = async () => store.objects;
+    host.kinds({ archiveObjects: () => async () => store.objects });
     expect(reportOf(await host.apply(declaration([objectArchive('app', '/opt/app', v1, 'app-1.tgz')]))).outcome).toBe('converged');
     const keptIno = lstatSync(join(host.root, 'opt/app/keep.txt')).ino;
     // Someone else's file inside the target is never touched.
@@ -115,11 +114,11 @@ describe('an archive converges', () => {
   });
 
   it('restores drift from the kept archive without fetching again, and says what drifted', async () => {
-    host = testHost({ handlers: HANDLERS, dirs: ['opt'] });
+    host = testHost({ kinds: {}, dirs: ['opt'] });
     const file = archive({ 'bin/tool': { content: 'tool', mode: 0o755 }, 'etc/conf': 'conf', 'etc/other': 'other' });
     const objects = new Map([['tool.tgz', readFileSync(file)]]);
     const store = countingStore(objects);
-    host.env.archiveObjects = async () => store.objects;
+    host.kinds({ archiveObjects: () => async () => store.objects });
     const decl = declaration([objectArchive('tool', '/opt/tool', file, 'tool.tgz')]);
     expect(reportOf(await host.apply(decl)).outcome).toBe('converged');
     expect(store.reads()).toBe(1);
@@ -142,10 +141,10 @@ describe('an archive converges', () => {
   });
 
   it('a dry run fetches nothing and touches nothing; the plan says it would fetch', async () => {
-    host = testHost({ handlers: HANDLERS, dirs: ['opt'] });
+    host = testHost({ kinds: {}, dirs: ['opt'] });
     const file = archive({ x: 'x' });
     const store = countingStore(new Map([['x.tgz', readFileSync(file)]]));
-    host.env.archiveObjects = async () => store.objects;
+    host.kinds({ archiveObjects: () => async () => store.objects });
     const before = { root: hashTree(host.root), state: existsSync(host.stateDir) ? readdirSync(host.stateDir).sort() : [] };
     const result = await host.apply(declaration([objectArchive('x', '/opt/x', file, 'x.tgz')]), { dryRun: true });
     expect(result.kind).toBe('planned');
@@ -156,7 +155,7 @@ describe('an archive converges', () => {
   });
 
   it('an object source with no link refuses the apply, saying there is no link; nothing is touched', async () => {
-    host = testHost({ handlers: HANDLERS, dirs: ['opt'] });
+    host = testHost({ kinds: {}, dirs: ['opt'] });
     const file = archive({ x: 'x' });
     const result = await host.apply(declaration([{ type: 'directory', id: 'd', path: '/opt/d' }, objectArchive('x', '/opt/x', file, 'x.tgz')]));
     expect(result.kind).toBe('refused');
@@ -165,17 +164,17 @@ describe('an archive converges', () => {
   });
 
   it('a missing object fails the resource, naming it', async () => {
-    host = testHost({ handlers: HANDLERS, dirs: ['opt'] });
+    host = testHost({ kinds: {}, dirs: ['opt'] });
     const file = archive({ x: 'x' });
-    host.env.archiveObjects = async () => memoryObjects(new Map());
+    host.kinds({ archiveObjects: () => async () => memoryObjects(new Map()) });
     const report = reportOf(await host.apply(declaration([objectArchive('x', '/opt/x', file, 'x.tgz')])));
     expect(report.error?.message).toBe("object 'x.tgz' is not in the archive store");
   });
 
   it('removal takes off exactly the journal\'s entries, then the target, then the journal; the kept archive goes', async () => {
-    host = testHost({ handlers: HANDLERS, dirs: ['opt'] });
+    host = testHost({ kinds: {}, dirs: ['opt'] });
     const file = archive({ 'a/b/c': 'c', d: 'd' });
-    host.env.archiveObjects = async () => memoryObjects(new Map([['r.tgz', readFileSync(file)]]));
+    host.kinds({ archiveObjects: () => async () => memoryObjects(new Map([['r.tgz', readFileSync(file)]])) });
     expect(reportOf(await host.apply(declaration([objectArchive('r', '/opt/r', file, 'r.tgz')]))).outcome).toBe('converged');
     expect(readdirSync(join(host.stateDir, 'archives'))).toEqual([sha256Of(file)]);
     const report = reportOf(await host.apply(declaration([])));
@@ -189,7 +188,7 @@ describe('an archive converges', () => {
 
 describe('found things at the target', () => {
   it('an adopted machine holds a target with things the host did not unpack', async () => {
-    host = testHost({ handlers: HANDLERS, dirs: ['opt/app'] });
+    host = testHost({ kinds: {}, dirs: ['opt/app'] });
     writeFileSync(join(host.root, 'opt/app/theirs'), 'theirs');
     const before = hashTree(host.root);
     const report = reportOf(await host.apply(declaration([inlineArchive('app', '/opt/app', archive({ ours: 'ours' }))], { mode: 'adopted' })));
@@ -200,7 +199,7 @@ describe('found things at the target', () => {
   });
 
   it('take unpacks over it keeping the originals it overwrites; removal gives them back and leaves what was theirs', async () => {
-    host = testHost({ handlers: HANDLERS, dirs: ['opt/app/etc'] });
+    host = testHost({ kinds: {}, dirs: ['opt/app/etc'] });
     writeFileSync(join(host.root, 'opt/app/theirs'), 'theirs');
     writeFileSync(join(host.root, 'opt/app/etc/conf'), 'their conf', { mode: 0o600 });
     const before = hashTree(host.root);
@@ -227,7 +226,7 @@ describe('forged journals are refused whole, nothing removed', () => {
     ['a journal naming another target', (j) => ({ ...j, target: '/etc' })],
   ];
   it.each(forgeries)('%s', async (_name, forge) => {
-    host = testHost({ handlers: HANDLERS, dirs: ['opt', 'etc'] });
+    host = testHost({ kinds: {}, dirs: ['opt', 'etc'] });
     const outside = join(dirname(host.root), 'outside');
     mkdirSync(outside);
     writeFileSync(join(outside, 'secret'), 'kept');
@@ -247,7 +246,7 @@ describe('forged journals are refused whole, nothing removed', () => {
   });
 
   it('a journal another account could write is refused whole', async () => {
-    host = testHost({ handlers: HANDLERS, dirs: ['opt'] });
+    host = testHost({ kinds: {}, dirs: ['opt'] });
     expect(reportOf(await host.apply(declaration([inlineArchive('app', '/opt/app', archive({ y: 'y' }))]))).outcome).toBe('converged');
     chmodSync(journalPath(host.stateDir, '/opt/app'), 0o666);
     const result = await host.apply(declaration([]));
@@ -262,9 +261,8 @@ describe('the declaration', () => {
     const clock = fakeClock();
     const systemd = new FakeSystemd(clock);
     systemd.define('app.service', { kind: 'stays' }, { running: true });
-    host = testHost({ handlers: HANDLERS, dirs: ['opt'] });
+    host = testHost({ kinds: { clock, serviceManager: async () => ({ manager: systemd, reason: 'fake' }) }, dirs: ['opt'] });
     host.env.clock = clock;
-    host.env.serviceManager = async () => ({ manager: systemd, reason: 'fake' });
     const svc: Resource = { type: 'service', id: 'app-svc', unit: 'app.service', state: 'running', restartOn: ['app'] };
     expect(reportOf(await host.apply(declaration([inlineArchive('app', '/opt/app', archive({ v: '1' })), svc]))).outcome).toBe('converged');
     systemd.calls.length = 0;

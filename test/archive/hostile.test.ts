@@ -3,7 +3,6 @@ import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HANDLERS } from '../../src/apply/handlers.js';
 import { readArchive } from '../../src/archive/read.js';
 import { DEFAULT_ARCHIVE_LIMITS } from '../../src/config/archive-limits.js';
 import type { ArchiveRefusalKind } from '../../src/archive/refusal.js';
@@ -180,7 +179,7 @@ beforeAll(() => {
 
 describe.each(['inline', 'object'] as const)('a hostile archive from an %s source is refused whole, nothing written', (source) => {
   it.each(cases.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
-    const host = testHost({ handlers: HANDLERS, dirs: ['etc', 'opt'] });
+    const host = testHost({ kinds: {}, dirs: ['etc', 'opt'] });
     try {
       const outside = join(dirname(host.root), 'outside');
       mkdirSync(outside);
@@ -194,10 +193,10 @@ describe.each(['inline', 'object'] as const)('a hostile archive from an %s sourc
         if (bytes.length * 1.4 > 256 * 1024) return; // too big to ride inline: the object case covers it
         resource = { ...inlineArchive('app', '/opt/app', file), sha256 };
       } else {
-        host.env.archiveObjects = async () => memoryObjects(new Map([['app.tgz', readFileSync(file)]]));
+        host.kinds({ archiveObjects: () => async () => memoryObjects(new Map([['app.tgz', readFileSync(file)]])) });
         resource = { type: 'archive', id: 'app', path: '/opt/app', sha256, source: { object: 'app.tgz' } };
       }
-      if (c.limits) host.env.archiveLimits = c.limits;
+      if (c.limits) host.kinds({ archiveLimits: c.limits });
       // The store exists before, so that only its content may change.
       await host.apply(declaration([]));
       const before = { root: hashTree(host.root), outside: hashTree(outside), state: stateListing(host.stateDir) };

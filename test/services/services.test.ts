@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Resource } from '../../src/declaration/schema.js';
-import { HANDLERS } from '../../src/apply/handlers.js';
 import { declaration, reportOf, testHost, type TestHost } from '../support/host.js';
 import { FakeSystemd, fakeClock } from '../support/fake-systemd.js';
 
@@ -10,10 +9,8 @@ afterEach(() => host?.cleanup());
 function withFake(pauseMs = 1500) {
   const clock = fakeClock();
   const systemd = new FakeSystemd(clock);
-  host = testHost({ handlers: HANDLERS });
+  host = testHost({ kinds: { clock, verifyPauseMs: pauseMs, serviceManager: async () => ({ manager: systemd, reason: 'fake' }) } });
   host.env.clock = clock;
-  host.env.verifyPauseMs = pauseMs;
-  host.env.serviceManager = async () => ({ manager: systemd, reason: 'fake' });
   return { clock, systemd };
 }
 

@@ -5,6 +5,7 @@ import { receiveDeclaration } from '../../src/declaration/load.js';
 import type { Declaration, Resource } from '../../src/declaration/schema.js';
 import { systemAccounts } from '../../src/resources/accounts.js';
 import { BASE_HANDLERS, type HandlerTable } from '../../src/resources/converge.js';
+import { hostHandlers, type HandlerParts } from '../../src/host/environment.js';
 import { Store } from '../../src/store/store.js';
 import { systemClock } from '../../src/system/clock.js';
 import { silentLogger, type Logger } from '../../src/system/log.js';
@@ -14,6 +15,8 @@ export interface TestHost {
   root: string;
   stateDir: string;
   env: HostEnv;
+  /** Every kind's handler, over these parts (merged with those given before), in place of the env's table. */
+  kinds(parts: Partial<HandlerParts>): void;
   /** Re-opens the store from disk, as a new process would. */
   reopen(): void;
   apply(declaration: Declaration, options?: Partial<Omit<ApplyRequest, 'received'>>): Promise<ApplyResult>;
@@ -24,8 +27,11 @@ export function declaration(resources: Resource[], extra: Partial<Declaration> =
   return { version: 1, node: 'test-node', mode: 'converged', sequence: 1, resources, ...extra };
 }
 
-/** A scratch root and state directory, and the one apply path over them, in-process. */
-export function testHost(options: { log?: Logger; handlers?: HandlerTable; dirs?: string[] } = {}): TestHost {
+/**
+ * A scratch root and state directory, and the one apply path over them, in-process. `kinds`: every
+ * kind's handler, as the host makes them, over these parts; else `handlers`, else files and directories.
+ */
+export function testHost(options: { log?: Logger; handlers?: HandlerTable; kinds?: Partial<HandlerParts>; dirs?: string[] } = {}): TestHost {
   const { dir, cleanup } = scratch();
   const root = join(dir, 'root');
   const stateDir = join(dir, 'state');
@@ -41,10 +47,17 @@ export function testHost(options: { log?: Logger; handlers?: HandlerTable; dirs?
     accounts: systemAccounts(),
     handlers: options.handlers ?? BASE_HANDLERS,
   };
+  let parts: Partial<HandlerParts> = {};
+  const kinds = (more: Partial<HandlerParts>) => {
+    parts = { ...parts, ...more };
+    env.handlers = hostHandlers({ stateDir, clock: env.clock, ...parts });
+  };
+  if (options.kinds) kinds(options.kinds);
   return {
     root,
     stateDir,
     env,
+    kinds,
     reopen() {
       env.store = Store.open(stateDir, log);
     },
