@@ -3,6 +3,7 @@ import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, read
 import { join } from 'node:path';
 import { fsyncDirectory, writeDurably } from '../system/durable.js';
 import { readFully } from '../system/read.js';
+import { linkTargetProblem } from './links.js';
 import { localPathProblem, parentOf } from './local-path.js';
 import { ArchiveRefused } from './refusal.js';
 
@@ -26,11 +27,16 @@ export interface JournalOriginal {
 export interface JournalEntry {
   /** Relative to the target, local and normal. */
   name: string;
-  type: 'file' | 'dir';
-  /** 0..0777. */
+  /** A hard link is a second name of a file entry listed before it; a symbolic link is the archive's own, like a file. */
+  type: 'file' | 'dir' | 'symlink' | 'hardlink';
+  /** 0..0777 (a symbolic link's: 0777). */
   mode: number;
-  /** A file's content hash (hex). */
+  /** A file's (or a hard link's file's) content hash (hex). */
   sha256?: string;
+  /** A symbolic link's text, as the archive has it; a hard link's file, by name. */
+  link?: string;
+  /** A hard link the file system refused, made as a copy of its file. */
+  copied?: true;
   seen?: Seen;
   original?: JournalOriginal;
 }
@@ -130,16 +136,36 @@ function entryProblem(entry: unknown, dirs: Set<string>, names: Set<string>): st
   const parent = parentOf(name);
   if (!dirs.has(parent)) return `the parent of '${name}' ('${parent}') is not under the target: neither the target nor a directory listed before it`;
   if (names.has(name)) return `'${name}' is listed twice`;
-  names.add(name);
-  if (entry.type !== 'file' && entry.type !== 'dir') return `'${name}' has type ${JSON.stringify(entry.type)}`;
+  if (!TYPES.has(entry.type as string)) return `'${name}' has type ${JSON.stringify(entry.type)}`;
   if (!isCount(entry.mode) || (entry.mode as number) > 0o777) return `'${name}' has mode ${JSON.stringify(entry.mode)}`;
   if (entry.type === 'dir') dirs.add(name);
-  else if (typeof entry.sha256 !== 'string' || !HEX64.test(entry.sha256)) return `'${name}' has no content hash`;
+  else if (entry.type !== 'symlink' && (typeof entry.sha256 !== 'string' || !HEX64.test(entry.sha256))) return `'${name}' has no content hash`;
+  const link = linkProblem(entry, names);
+  if (link) return `'${name}' ${link}`;
+  names.add(name);
   if (entry.seen !== undefined && !(isObject(entry.seen) && ['ino', 'size', 'mtimeMs', 'ctimeMs'].every((k) => typeof (entry.seen as Record<string, unknown>)[k] === 'number'))) return `'${name}' has a malformed seen`;
   if (entry.original !== undefined && originalProblem(entry.original)) return `'${name}': ${originalProblem(entry.original)}`;
-  const known = new Set(['name', 'type', 'mode', 'sha256', 'seen', 'original']);
   const unknown = Object.keys(entry).find((k) => !known.has(k));
   return unknown ? `'${name}' has an unknown field '${unknown}'` : undefined;
+}
+
+const TYPES = new Set(['file', 'dir', 'symlink', 'hardlink']);
+const known = new Set(['name', 'type', 'mode', 'sha256', 'link', 'copied', 'seen', 'original']);
+
+/**
+ * A symbolic link's text must be one the unpack would make (the journal's text is only compared with
+ * what stands, never written: drift is put back from the verified archive); a hard link names an
+ * entry listed before it.
+ */
+function linkProblem(entry: Record<string, unknown>, names: Set<string>): string | undefined {
+  if (entry.copied !== undefined && !(entry.copied === true && entry.type === 'hardlink')) return 'has a malformed copied';
+  if (entry.type !== 'symlink' && entry.type !== 'hardlink') return entry.link === undefined ? undefined : 'has a link but is not one';
+  if (typeof entry.link !== 'string') return 'has no link';
+  if (entry.type === 'symlink') {
+    const problem = linkTargetProblem(entry.link);
+    return problem ? `links to ${JSON.stringify(entry.link)}: ${problem}` : undefined;
+  }
+  return names.has(entry.link) ? undefined : `is a hard link to '${entry.link}', which is not listed before it`;
 }
 
 function originalProblem(original: unknown): string | undefined {

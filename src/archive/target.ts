@@ -25,6 +25,8 @@ export interface Flushed {
   statOf(path: string): Stats | undefined;
   /** Directories asked to go that others had filled: left. */
   left: string[];
+  /** Hard links the file system refused, made as copies instead. */
+  copied: string[];
 }
 
 /**
@@ -38,6 +40,10 @@ export interface TargetWrites {
   setMeta(path: string, meta: Meta, kind: 'file' | 'directory'): void;
   removeFile(path: string): void;
   removeDirectory(path: string): void;
+  /** A second name for a file staged or made before (a copy where the file system refuses); after every file. */
+  hardLink(path: string, existing: string): void;
+  /** A symbolic link made or replaced as a name, its text never followed; after every file and hard link. */
+  symlink(path: string, target: string, owner: Owner): void;
   /** Staged past the write path's bounds: flush before staging more. */
   readonly full: boolean;
   flush(): Promise<Flushed>;

@@ -10,7 +10,9 @@ import { obtainArchive, type ArchiveEnv } from '../archive/obtain.js';
 import { readArchive, type Manifest } from '../archive/read.js';
 import { ArchiveRefused } from '../archive/refusal.js';
 import { look, type Owner, type TargetWrites } from '../archive/target.js';
-import { driftOf, keptCopies, preflight, stageRemoval, unpack } from '../archive/unpack.js';
+import { driftOf } from '../archive/drift.js';
+import { keptCopies, stageRemoval } from '../archive/removal.js';
+import { preflight, unpack } from '../archive/unpack.js';
 import type { ResourceRecord } from '../store/state.js';
 import { foundVerdict, HELD_REASON, metaDrift, ownRecord } from './ownership.js';
 import { pathShape, stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
@@ -178,12 +180,14 @@ function batchWrites(ctx: ConvergeContext, id: string): TargetWrites {
     setMeta: (path, meta, kind) => change.setMeta(path, meta, kind),
     removeFile: (path) => change.removeFile(path),
     removeDirectory: (path) => change.removeDirectory(path),
+    hardLink: (path, existing) => change.hardLink(path, existing),
+    symlink: (path, target, owner) => change.symlink(path, target, owner),
     get full() {
       return ctx.writes.full;
     },
     async flush() {
-      let outcome: Awaited<ReturnType<TargetWrites['flush']>> = { statOf: () => undefined, left: [] };
-      change.whenDurable((done) => void (outcome = { statOf: (path) => done.statOf(path), left: [...done.left] }));
+      let outcome: Awaited<ReturnType<TargetWrites['flush']>> = { statOf: () => undefined, left: [], copied: [] };
+      change.whenDurable((done) => void (outcome = { statOf: (path) => done.statOf(path), left: [...done.left], copied: [...done.copied] }));
       const { failed } = await ctx.writes.commit();
       change = ctx.writes.change(id);
       const mine = failed.find((f) => f.resource === id);

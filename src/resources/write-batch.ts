@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { promisify } from 'node:util';
 import { MissingDirectory, PathRefused, type RootedFs } from './rooted-fs.js';
+import { writeHardLink, writeSymlink, type HardLinkOp, type SymlinkOp } from './write-links.js';
 
 const writeAsync = promisify(write);
 const fchownAsync = promisify(fchown);
@@ -64,6 +65,8 @@ export interface Durable {
   statOf(path: string): Stats | undefined;
   /** Directories this change asked to remove that others had filled: left in place. */
   left: string[];
+  /** Hard links the file system refused: made as copies instead. */
+  copied: string[];
 }
 
 /** What a resource may say once its change is durable: a directory that was left, say. */
@@ -78,7 +81,9 @@ type Op =
   | { kind: 'mkdir'; path: string; meta: Meta }
   | { kind: 'meta'; path: string; meta: Meta; directory: boolean; original?: TakenOriginal }
   | { kind: 'unlink'; path: string }
-  | { kind: 'rmdir'; path: string };
+  | { kind: 'rmdir'; path: string }
+  | ({ kind: 'hardlink' } & HardLinkOp)
+  | ({ kind: 'symlink' } & SymlinkOp);
 
 interface Owner {
   id: string;
@@ -87,6 +92,7 @@ interface Owner {
   failure?: Error;
   stats: Map<string, Stats>;
   left: string[];
+  copied: string[];
   /** Ops that made something new, to take back when another op of the same resource fails. */
   made: Op[];
 }
@@ -106,6 +112,13 @@ export interface Change {
   removeFile(path: string): void;
   /** Removes a directory if it is empty; one others filled is left, and said in `Durable.left`. */
   removeDirectory(path: string): void;
+  /**
+   * Gives a file a second name (a hard link), after every file of the batch is written; a copy where
+   * the file system refuses (said in `Durable.copied`). Replaces what stands at the name.
+   */
+  hardLink(path: string, existing: string): void;
+  /** Makes (or replaces) a symbolic link, after every file and hard link of the batch; its text is never followed. */
+  symlink(path: string, target: string, owner: { uid: number; gid: number }): void;
   /**
    * Runs once every op of this resource in the batch is durable: record the store here, never before,
    * so the store never claims what is not durably on the machine. Not run when an op failed.
@@ -173,7 +186,7 @@ export class WriteBatch {
   change(resource: string): Change {
     let owner = this.owners.get(resource);
     if (!owner) {
-      owner = { id: resource, ops: [], durable: [], stats: new Map(), left: [], made: [] };
+      owner = { id: resource, ops: [], durable: [], stats: new Map(), left: [], copied: [], made: [] };
       this.owners.set(resource, owner);
     }
     const o = owner;
@@ -182,16 +195,19 @@ export class WriteBatch {
       this.ops++;
       if (op.kind === 'file') this.bytes += op.bytes.length;
     };
+    const temporary = (path: string) => `.${posix.basename(path)}.mesh-host-${this.tag}-${(this.counter++).toString(36)}`;
     return {
       writeFile: (path, bytes, meta, options) =>
         stage({
-          kind: 'file', path, bytes, meta, creates: options?.creates === true, temporary: `.${posix.basename(path)}.mesh-host-${this.tag}-${(this.counter++).toString(36)}`,
+          kind: 'file', path, bytes, meta, creates: options?.creates === true, temporary: temporary(path),
           ...(options?.original ? { original: options.original } : {}),
         }),
       makeDirectory: (path, meta) => stage({ kind: 'mkdir', path, meta }),
       setMeta: (path, meta, kind, options) => stage({ kind: 'meta', path, meta, directory: kind === 'directory', ...(options?.original ? { original: options.original } : {}) }),
       removeFile: (path) => stage({ kind: 'unlink', path }),
       removeDirectory: (path) => stage({ kind: 'rmdir', path }),
+      hardLink: (path, existing) => stage({ kind: 'hardlink', path, existing, temporary: temporary(path) }),
+      symlink: (path, target, owner) => stage({ kind: 'symlink', path, target, uid: owner.uid, gid: owner.gid, temporary: temporary(path) }),
       whenDurable: (then) => void o.durable.push(then),
     };
   }
@@ -286,6 +302,7 @@ export class WriteBatch {
       if (op.creates) owner.made.push(op);
       touch(posix.dirname(op.path), owner);
     }, failOp);
+    await this.links(all, touch, failOp);
 
     // Each directory touched, fsynced once: the renames, creations and removals in it survive a crash.
     await this.pool([...touched.entries()].filter(([dir]) => !gone.has(dir)), async ([dir]) => {
@@ -301,7 +318,7 @@ export class WriteBatch {
         result.failed.push({ resource: owner.id, error: owner.failure });
         continue;
       }
-      const outcome: Durable = { statOf: (path) => owner.stats.get(path), left: owner.left };
+      const outcome: Durable = { statOf: (path) => owner.stats.get(path), left: owner.left, copied: owner.copied };
       for (const then of owner.durable) {
         const amendment = then(outcome);
         if (amendment) result.amended.set(owner.id, { ...result.amended.get(owner.id), ...amendment });
@@ -309,6 +326,21 @@ export class WriteBatch {
     }
     this.fs.releaseDirectories();
     return result;
+  }
+
+  /** Links last, hard then symbolic: every file they may name is written, and no write of this batch comes after one. */
+  private async links(all: Array<{ owner: Owner; op: Op }>, touch: (dir: string, owner: Owner) => void, failOp: (item: { owner: Owner; op: Op }, err: unknown) => void): Promise<void> {
+    for (const kind of ['hardlink', 'symlink'] as const) {
+      await this.pool(all.filter((x) => x.op.kind === kind), async ({ owner, op }) => {
+        if (owner.failure) return;
+        if (op.kind === 'hardlink') {
+          const { st, copied } = await writeHardLink(this.fs, op);
+          owner.stats.set(op.path, st);
+          if (copied) owner.copied.push(op.path);
+        } else if (op.kind === 'symlink') owner.stats.set(op.path, await writeSymlink(this.fs, op));
+        touch(posix.dirname(op.path), owner);
+      }, failOp);
+    }
   }
 
   /**
@@ -394,7 +426,8 @@ function intentOf(owners: Owner[]): IntentEntry[] {
   const entries: IntentEntry[] = [];
   for (const owner of owners) {
     for (const op of owner.ops) {
-      if (op.kind === 'file') entries.push({ path: op.path, temporary: op.temporary, ...(op.creates ? { creates: true as const } : {}), ...(op.original ? { original: op.original } : {}) });
+      if (op.kind === 'hardlink' || op.kind === 'symlink') entries.push({ path: op.path, temporary: op.temporary });
+      else if (op.kind === 'file') entries.push({ path: op.path, temporary: op.temporary, ...(op.creates ? { creates: true as const } : {}), ...(op.original ? { original: op.original } : {}) });
       else if (op.kind === 'mkdir') entries.push({ path: op.path, creates: true, directory: true });
       else if (op.kind === 'meta' && op.original) entries.push({ path: op.path, original: op.original, ...(op.directory ? { directory: true as const } : {}) });
     }
@@ -402,7 +435,9 @@ function intentOf(owners: Owner[]): IntentEntry[] {
   return entries;
 }
 
-const VERB: Record<Op['kind'], string> = { file: 'write', mkdir: 'make the directory', meta: 'set mode and owner of', unlink: 'remove', rmdir: 'remove the directory' };
+const VERB: Record<Op['kind'], string> = {
+  file: 'write', mkdir: 'make the directory', meta: 'set mode and owner of', unlink: 'remove', rmdir: 'remove the directory', hardlink: 'link', symlink: 'make the symbolic link',
+};
 
 function describe(op: Op, err: unknown): Error {
   if (err instanceof PathRefused || err instanceof MissingDirectory) return err;

@@ -19,6 +19,8 @@ export interface PyEntry {
   uid?: number;
   /** Declared size, when it should differ from the data's (a bomb's header). */
   size?: number;
+  /** pax extended header records, which override the ustar fields they name (path, linkpath). */
+  pax?: Record<string, string>;
 }
 
 const PY = `
@@ -33,6 +35,7 @@ for e in spec['entries']:
     i.mode = e.get('mode', 0o755 if i.type == tarfile.DIRTYPE else 0o644)
     i.uid = e.get('uid', 0)
     if 'linkname' in e: i.linkname = e['linkname']
+    if 'pax' in e: i.pax_headers = e['pax']
     data = e.get('data', '').encode()
     if i.type == tarfile.REGTYPE:
         i.size = len(data)
