@@ -77,6 +77,9 @@ function journaled(journal: Journal): Record<string, string> {
 }
 const corpusAsJournal = (tree: Record<string, string>) => Object.fromEntries(Object.entries(tree).map(([name, want]) => [name, want.startsWith('file:') ? 'file' : want]));
 
+/** The scratch folder's fingerprint but for the store's own files (a refusal is recorded and reported). */
+const keep = (tree: Record<string, string>) => Object.fromEntries(Object.entries(tree).filter(([p]) => !/^state\/(state\.json|records|outbox)/.test(p)));
+
 const saidOf = (result: ApplyResult) => (result.kind === 'refused' ? [result.reason, ...result.details].join('\n') : result.kind === 'applied' ? JSON.stringify(result.report) : result.kind);
 
 async function freshHost(): Promise<void> {
@@ -117,7 +120,6 @@ describe('an archive with a link that could reach outside is refused whole, noth
     expect(result.kind, saidOf(result)).toBe('refused');
     expect(saidOf(result)).toContain(c.refused!.says);
     // The whole scratch folder, target and state included, but for the store's record of the refusal.
-    const keep = (tree: Record<string, string>) => Object.fromEntries(Object.entries(tree).filter(([p]) => !/^state\/(state\.json|records|outbox)/.test(p)));
     expect(keep(hashTree(scratchDir()))).toEqual(keep(before.scratch));
     expect(existsSync(target())).toBe(false);
     await expect(readArchive({ kind: 'file', path: files.get(c.name)! }, DEFAULT_ARCHIVE_LIMITS)).rejects.toMatchObject({ name: 'ArchiveRefused', kind: c.refused!.kind });
@@ -191,7 +193,6 @@ describe('a release with links is kept', () => {
     const before = hashTree(scratchDir());
     const result = await host.apply(declaration([inlineArchive('app', TARGET, out)]));
     expect(result.kind, saidOf(result)).toBe('refused');
-    const keep = (tree: Record<string, string>) => Object.fromEntries(Object.entries(tree).filter(([p]) => !/^state\/(state\.json|records|outbox)/.test(p)));
     expect(keep(hashTree(scratchDir()))).toEqual(keep(before));
   });
 });
