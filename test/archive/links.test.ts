@@ -2,7 +2,6 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { HANDLERS } from '../../src/apply/handlers.js';
 import { readJournal, type Journal } from '../../src/archive/journal.js';
 import { DEFAULT_ARCHIVE_LIMITS } from '../../src/config/archive-limits.js';
 import { readArchive } from '../../src/archive/read.js';
@@ -83,7 +82,7 @@ const keep = (tree: Record<string, string>) => Object.fromEntries(Object.entries
 const saidOf = (result: ApplyResult) => (result.kind === 'refused' ? [result.reason, ...result.details].join('\n') : result.kind === 'applied' ? JSON.stringify(result.report) : result.kind);
 
 async function freshHost(): Promise<void> {
-  host = testHost({ handlers: HANDLERS, dirs: ['etc', 'opt'] });
+  host = testHost({ kinds: {}, dirs: ['etc', 'opt'] });
   mkdirSync(join(scratchDir(), 'outside'));
   writeFileSync(join(scratchDir(), 'outside/secret'), 'kept');
   writeFileSync(join(host.root, 'etc/passwd'), 'root:x:0:0\n');
