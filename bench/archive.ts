@@ -34,7 +34,7 @@ function hostOver(dir: string, objects?: ArchiveObjects): { env: HostEnv; root: 
   const log = pino({ level: 'silent' });
   const stateDir = join(dir, 'state');
   const env: HostEnv = {
-    node: 'bench', root, stateDir, store: Store.open(stateDir, log), log, clock: systemClock, accounts: systemAccounts(), handlers: hostHandlers({ stateDir, clock: systemClock, ...(objects ? { archiveObjects: () => async () => objects } : {}) }),
+    node: 'bench', root, stateDir, store: Store.open(stateDir, log), log, clock: systemClock, accounts: systemAccounts(), handlers: hostHandlers({ node: 'bench', stateDir, clock: systemClock, ...(objects ? { archiveObjects: () => async () => objects } : {}) }),
   };
   return { env, root };
 }

@@ -69,7 +69,7 @@ export const CONVERGE_RUNS = { inProcess: 15, process: 9 } as const;
 
 /** The host environment of an apply on a scratch tree, as both rows make it (a silent log, no services). */
 const benchEnv = (root: string, stateDir: string, store: Store, extra: Partial<HostEnv> = {}): HostEnv => ({
-  node: 'bench', root, stateDir, store, log: pino({ level: 'silent' }), clock: systemClock, accounts: systemAccounts(), handlers: hostHandlers({ stateDir, clock: systemClock }), ...extra,
+  node: 'bench', root, stateDir, store, log: pino({ level: 'silent' }), clock: systemClock, accounts: systemAccounts(), handlers: hostHandlers({ node: 'bench', stateDir, clock: systemClock }), ...extra,
 });
 
 const cpuMs = () => {

@@ -38,7 +38,7 @@ export async function benchServices(): Promise<string[]> {
     const env: HostEnv = {
       node: 'bench', root, stateDir: join(dir, 'state'), store: Store.open(join(dir, 'state'), log), log, clock: systemClock,
       accounts: systemAccounts(),
-      handlers: hostHandlers({ stateDir: join(dir, 'state'), clock: systemClock, verifyPauseMs: 1500, serviceManager: async () => ({ manager: systemdManager(count.runner), reason: 'bench' }) }),
+      handlers: hostHandlers({ node: 'bench', stateDir: join(dir, 'state'), clock: systemClock, verifyPauseMs: 1500, serviceManager: async () => ({ manager: systemdManager(count.runner), reason: 'bench' }) }),
     };
     let sequence = 0;
     const apply = async (resources: Resource[]) => {

@@ -19,6 +19,7 @@ export const APART = {
   'prom-client': ['prom-client'],
   diff: ['diff'],
   'fs-extra': ['fs-extra/esm'],
+  dockerode: ['dockerode'],
 };
 
 const common = {
@@ -31,6 +32,9 @@ const common = {
   minify: true,
   keepNames: true,
   legalComments: 'none',
+  // Native addons that dockerode's SSH transport tries to load and does without (it is never used: the
+  // engine is reached over its socket); npm does not build them here either.
+  external: ['*.node'],
 };
 
 /**

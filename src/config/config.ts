@@ -33,6 +33,8 @@ export interface HostConfig extends LinkAuth {
    * are folded into one report that says what was folded. `keepFull`: whole reports kept on the host.
    */
   outbox?: { maxReports?: number; maxBytes?: number; keepFull?: number };
+  /** The container engine's API socket (Docker's or podman's); by default the first of /run/docker.sock and /run/podman/podman.sock that answers. */
+  containerSocket?: string;
   /** The prefix of the nftables tables the mesh composes (default `mesh`): their filters are the mesh's. */
   meshTablePrefix?: string;
 }

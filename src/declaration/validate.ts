@@ -1,8 +1,9 @@
 import { posix } from 'node:path';
-import type { Declaration, Resource } from './schema.js';
+import type { ContainerResource, Declaration, Resource } from './schema.js';
 import { checkHead, checkResource } from './checks.generated.js';
 import { isCanonicalBase64 } from './base64.js';
 import { yielder } from '../system/yielder.js';
+import { containerProblems } from './container-rules.js';
 
 /** One thing wrong with a declaration, at its JSON path. */
 export interface Problem {
@@ -99,11 +100,15 @@ function checkOneResource(resource: unknown, index: number): Problem[] | Promise
   }
   const type = (resource as { type?: unknown }).type;
   if (typeof type !== 'string' || !Object.hasOwn(checkResource, type)) {
-    return [{ path: `/resources/${index}/type`, message: `unknown resource type ${JSON.stringify(type)} (directory, file, archive or service)` }];
+    return [{ path: `/resources/${index}/type`, message: `unknown resource type ${JSON.stringify(type)} (directory, file, archive, service or container)` }];
   }
   const path = (resource as { path?: unknown }).path;
   const why = typeof path === 'string' ? pathProblem(path) : undefined;
   if (checkResource[type as keyof typeof checkResource](resource)) {
+    if (type === 'container') {
+      const found = containerProblems(resource as ContainerResource, `/resources/${index}`, pathProblem);
+      return found.length > 0 ? found : undefined;
+    }
     const file = resource as { encoding?: string; content: string };
     const notBase64 = file.encoding === 'base64' && !isCanonicalBase64(file.content);
     if (why === undefined && !notBase64) return undefined;
@@ -134,7 +139,7 @@ export function pathProblem(path: string): string | undefined {
 
 /** Rules between resources: unique ids and paths, restartOn naming declared files or archives, parents before children. */
 async function checkRelations(resources: Resource[], pause: () => Promise<void>): Promise<Problem[]> {
-  const seen: Seen = { problems: [], ids: new Map(), paths: new Map(), units: new Map() };
+  const seen: Seen = { problems: [], ids: new Map(), paths: new Map(), units: new Map(), names: new Map() };
   for (let i = 0; i < resources.length; i++) {
     noteUnique(resources[i]!, i, seen);
     if (i % PAUSE_EVERY === 0) await pause();
@@ -146,34 +151,31 @@ async function checkRelations(resources: Resource[], pause: () => Promise<void>)
   return seen.problems;
 }
 
-/** The ids, paths and units seen so far, each at its first index, and the problems found. */
+/** The ids, paths, units and container names seen so far, each at its first index, and the problems found. */
 interface Seen {
   problems: Problem[];
   ids: Map<string, number>;
   paths: Map<string, number>;
   units: Map<string, number>;
+  names: Map<string, number>;
 }
 
-/** An id, and a path or a unit, declared once. */
-function noteUnique(r: Resource, i: number, { problems, ids, paths, units }: Seen): void {
+/** An id, and a path, a unit or a container name, declared once. */
+function noteUnique(r: Resource, i: number, { problems, ids, paths, units, names }: Seen): void {
   const first = ids.get(r.id);
   if (first !== undefined) problems.push({ path: `/resources/${i}/id`, message: `id '${r.id}' is declared twice (first at /resources/${first})` });
   else ids.set(r.id, i);
-  if (r.type === 'service') {
-    const other = units.get(r.unit);
-    if (other !== undefined) problems.push({ path: `/resources/${i}/unit`, message: `unit '${r.unit}' is declared twice (first at /resources/${other})` });
-    else units.set(r.unit, i);
-    return;
-  }
-  const other = paths.get(r.path);
-  if (other !== undefined) problems.push({ path: `/resources/${i}/path`, message: `path '${r.path}' is declared twice (first at /resources/${other})` });
-  else paths.set(r.path, i);
+  const [seen, field, what, value] =
+    r.type === 'service' ? [units, 'unit', 'unit', r.unit] : r.type === 'container' ? [names, 'name', 'container name', r.name] : [paths, 'path', 'path', r.path];
+  const other = seen.get(value);
+  if (other !== undefined) problems.push({ path: `/resources/${i}/${field}`, message: `${what} '${value}' is declared twice (first at /resources/${other})` });
+  else seen.set(value, i);
 }
 
 /** A service's restartOn names declared files or archives; a path comes after its declared directory and outside any archive. */
 function checkReferences(resources: Resource[], i: number, { problems, ids, paths }: Seen): void {
   const r = resources[i]!;
-  if (r.type === 'service') {
+  if (r.type === 'service' || r.type === 'container') {
     (r.restartOn ?? []).forEach((ref, j) => {
       const target = ids.get(ref);
       if (target === undefined || (resources[target]!.type !== 'file' && resources[target]!.type !== 'archive')) {

@@ -1,10 +1,12 @@
-import type { ArchiveResource, ServiceResource } from '../declaration/schema.js';
+import type { ArchiveResource, ContainerResource, ServiceResource } from '../declaration/schema.js';
 import type { HostEnv } from '../apply/apply.js';
 import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../config/archive-limits.js';
 import type { ArchiveObjectsProvider } from '../archive/objects.js';
 import { BASE_HANDLERS, type HandlerTable } from '../resources/converge.js';
 import { lazyHandler, pathShape } from '../resources/types.js';
 import { SERVICE_SHAPE } from '../services/runtime.js';
+import { CONTAINER_SHAPE } from '../containers/spec.js';
+import { engineOnce } from '../containers/connect.js';
 import { withBuildFault } from '../release/fault.js';
 import { firewallEnv } from '../firewall/env.js';
 import { DEFAULTS, type HostConfig } from '../config/config.js';
@@ -38,6 +40,8 @@ const noServiceManager = async (): Promise<ManagerChoice> => ({ manager: undefin
 
 /** What the resource kinds need from the host, each given to its own handler. */
 export interface HandlerParts {
+  /** This host's node id: the containers it makes carry it. */
+  node: string;
   stateDir: string;
   clock: Clock;
   /** The service manager, asked for only when an apply has services to converge or remove (default: none). */
@@ -48,6 +52,8 @@ export interface HandlerParts {
   archiveLimits?: Partial<ArchiveLimits>;
   /** The mesh's archive store, asked at each apply; none without a link. */
   archiveObjects?: () => ArchiveObjectsProvider | undefined;
+  /** The container engine's socket (default: the first usual one that answers). */
+  containerSocket?: string;
 }
 
 /**
@@ -62,6 +68,11 @@ export function hostHandlers(parts: HandlerParts): HandlerTable {
     ...BASE_HANDLERS,
     service: lazyHandler<ServiceResource>(SERVICE_SHAPE, () => import('../resources/service.js').then((m) => m.serviceHandler(services))),
     archive: lazyHandler<ArchiveResource>(pathShape(), () => import('../resources/archive.js').then((m) => m.archiveHandler(archives))),
+    container: lazyHandler<ContainerResource>(CONTAINER_SHAPE, () =>
+      import('../containers/handler.js').then((m) =>
+        m.containerHandler({ node: parts.node, stateDir: parts.stateDir, engine: engineOnce(parts.containerSocket), clock: parts.clock, pauseMs: services.pauseMs, archiveLimits: archives.limits, objects: archives.objects }),
+      ),
+    ),
   });
 }
 
@@ -89,12 +100,14 @@ export function hostEnvironment(input: HostEnvInput): HostEnv {
     clock: deps.clock,
     accounts: systemAccounts(),
     handlers: hostHandlers({
+      node: config.node,
       stateDir: paths.stateDir,
       clock: deps.clock,
       serviceManager: input.serviceManager,
       verifyPauseMs: config.verifyPauseMs,
       ...(config.archiveLimits ? { archiveLimits: config.archiveLimits } : {}),
       ...(input.archiveObjects ? { archiveObjects: input.archiveObjects } : {}),
+      ...(config.containerSocket ? { containerSocket: config.containerSocket } : {}),
     }),
     serviceManager: input.serviceManager,
     outbox: input.outbox ?? new Outbox(paths.stateDir, config.outbox),

@@ -23,6 +23,11 @@ export interface ResourceRecord {
   seen?: SeenFile;
   /** For an archive: what it unpacked (relative paths). */
   unpacked?: string[];
+  /**
+   * For a container: the one the host made (the engine's labels say so too), its spec's digest, how
+   * long its stop may take when it is removed, and the container found under its name and taken.
+   */
+  container?: { id: string; spec: string; stopTimeout?: number; original?: OriginalContainer };
   appliedAt: string;
 }
 
@@ -33,6 +38,17 @@ export interface OriginalRecord {
   gid: number;
   /** For a file: the kept copy under taken/, by name. */
   copy?: string;
+}
+
+/** A container found under the declared name: renamed aside and stopped, given its name back on removal. */
+export interface OriginalContainer {
+  kind: 'container';
+  id: string;
+  /** Its name when found, and its name while aside. */
+  name: string;
+  aside: string;
+  /** It was running when taken: it is started again when given back. */
+  running: boolean;
 }
 
 export interface SeenFile {

@@ -50,7 +50,7 @@ export function testHost(options: { log?: Logger; handlers?: HandlerTable; kinds
   let parts: Partial<HandlerParts> = {};
   const kinds = (more: Partial<HandlerParts>) => {
     parts = { ...parts, ...more };
-    env.handlers = hostHandlers({ stateDir, clock: env.clock, ...parts });
+    env.handlers = hostHandlers({ node: env.node, stateDir, clock: env.clock, ...parts });
   };
   if (options.kinds) kinds(options.kinds);
   return {

@@ -1,0 +1,70 @@
+import type { ContainerResource } from '../declaration/schema.js';
+import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from '../resources/types.js';
+import type { ResourceRecord } from '../store/state.js';
+import { convergeContainer } from './converge.js';
+import { secondLook } from './look.js';
+import { isUp, listOwned, type ContainerEnv, type ContainerRun } from './run.js';
+import { CONTAINER_SHAPE, DEFAULT_STOP_TIMEOUT_S } from './spec.js';
+
+/**
+ * Containers through the engine's API: one listing by label per apply (the no-op asks nothing more),
+ * each declared container checked and applied by one function, the second look after every step.
+ * Each apply's listing and watched containers are its own, kept by its context.
+ */
+export function containerHandler(env: ContainerEnv): ResourceHandler<ContainerResource> {
+  const runs = new WeakMap<ConvergeContext, ContainerRun>();
+  const runOf = (ctx: ConvergeContext): ContainerRun => {
+    const run = runs.get(ctx);
+    if (!run) throw new Error('no container engine was reached for this apply');
+    return run;
+  };
+  return {
+    ...CONTAINER_SHAPE,
+    converge: (resource, ctx, apply) => convergeContainer(resource, ctx, apply, env, runOf(ctx)),
+    remove: (record, ctx, apply) => removeContainer(record, ctx, apply, runOf(ctx)),
+    /** The engine, reached once; then every container this host made, in one listing by label. */
+    async prepare(_resources, _removing, ctx) {
+      try {
+        const engine = await env.engine();
+        runs.set(ctx, { engine, owned: await listOwned(engine, env.node), watched: [] });
+        return undefined;
+      } catch (err) {
+        return `containers are declared or recorded, but the container engine cannot be reached: ${(err as Error).message}`;
+      }
+    },
+    async verify(ctx) {
+      const run = runs.get(ctx);
+      if (!run || run.watched.length === 0) return undefined;
+      const watched = run.watched;
+      run.watched = [];
+      const failures = await secondLook(run.engine, env.clock, env.pauseMs, watched);
+      return { failures, said: [`second look at container${watched.length === 1 ? '' : 's'} ${watched.map((w) => w.name).join(', ')} after a pause of ${env.pauseMs} ms`] };
+    },
+  };
+}
+
+/**
+ * A container the declaration lets go of: the host's own (found by its label) stopped and removed, and
+ * the original it took given its name back, started again if it was running when taken.
+ */
+async function removeContainer(record: ResourceRecord, ctx: ConvergeContext, apply: boolean, run: ContainerRun): Promise<Checked> {
+  const mine = run.owned.get(record.id) ?? [];
+  const original = record.container?.original;
+  const actions = [...(mine.some(isUp) ? ['stop'] : []), ...(mine.length > 0 ? ['remove'] : []), ...(original ? [`give ${original.name} back${original.running ? ' and start it' : ''}`] : [])];
+  if (apply) {
+    for (const c of mine) {
+      await run.engine.stop(c.id, record.container?.stopTimeout ?? DEFAULT_STOP_TIMEOUT_S);
+      await run.engine.remove(c.id);
+    }
+    if (original) {
+      const aside = await run.engine.inspect(original.id);
+      if (aside) {
+        if (aside.name !== original.name) await run.engine.rename(original.id, original.name);
+        if (original.running) await run.engine.start(original.id);
+      }
+    }
+    ctx.store.forget(record.id);
+  }
+  const detail = mine.length === 0 ? `${record.target} was already gone` : undefined;
+  return { step: stepOf(record, record.target, actions.length > 0 ? actions : ['remove']), verb: 'remove', ...(detail ? { detail } : {}) };
+}
