@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Resource } from '../../src/declaration/schema.js';
 import { openStore } from '../../src/apply/open.js';
 import { silentLogger } from '../../src/system/log.js';
 import { declaration, reportOf, testHost, type TestHost } from '../support/host.js';
+import { diff, snapshot } from '../support/snapshot.js';
 
 let host: TestHost;
 afterEach(() => host?.cleanup());
@@ -27,17 +28,15 @@ describe('the write path', () => {
     expect(host.env.store.state.records.a!.seen!.mtimeMs).toBe(new Date(2000, 1, 1).getTime());
   });
 
-  it('a quiet reconcile (no change, no report) writes nothing durable', async () => {
+  it('a quiet reconcile (no change, no report) writes nothing: every path of the root and the state directory keeps its stat and bytes', async () => {
     host = testHost();
-    const d = declaration([{ type: 'directory', id: 'd', path: '/srv/d' }, file('a', '/srv/d/a', 'x\n')]);
+    const d = declaration([{ type: 'directory', id: 'd', path: '/srv/d' }, file('a', '/srv/d/a', 'x\n'), { type: 'directory', id: 'e', path: '/etc/app', mode: '0750' }, file('b', '/etc/app/b', 'y\n')]);
     reportOf(await host.apply(d));
-    const state = join(host.stateDir, 'state.json');
-    const before = statSync(state);
+    const dirs = { root: host.root, state: host.stateDir };
+    const before = snapshot(dirs);
     const quiet = await host.apply(d, { trigger: 'reconcile' });
     expect(quiet.kind).toBe('silent');
-    const after = statSync(state);
-    expect([after.ino, after.mtimeMs, after.size]).toEqual([before.ino, before.mtimeMs, before.size]);
-    expect(readdirSync(host.stateDir).sort()).toEqual(['intents', 'records.1.jsonl', 'state.json']);
+    expect(diff(before, snapshot(dirs))).toEqual([]);
   });
 
   it('a batch leaves no temporary file and no intent behind', async () => {

@@ -1,22 +1,18 @@
-import { createHash } from 'node:crypto';
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { snapshot } from './snapshot.js';
 
-/** A fingerprint of everything under a folder: type, mode, owner, content or link target of each entry. */
+/** A fingerprint of everything under a folder: type, mode, owner, content or link target of each entry (a file's inode too). */
 export function hashTree(dir: string): Record<string, string> {
   const out: Record<string, string> = {};
-  const walk = (rel: string) => {
-    const path = join(dir, rel);
-    const st = lstatSync(path);
-    const meta = `${(st.mode & 0o7777).toString(8)} ${st.uid}:${st.gid}`;
-    if (st.isSymbolicLink()) out[rel || '.'] = `link ${readlinkSync(path)} ${meta}`;
-    else if (st.isDirectory()) {
-      out[rel || '.'] = `dir ${meta}`;
-      for (const name of readdirSync(path).sort()) walk(rel ? `${rel}/${name}` : name);
-    } else out[rel] = `file ${createHash('sha256').update(readFileSync(path)).digest('hex')} ${meta} ino=${st.ino}`;
-  };
-  walk('');
+  for (const [path, e] of snapshot({ t: dir })) {
+    const rel = path.slice('t:/'.length) || '.';
+    const meta = `${e.mode.toString(8)} ${e.uid}:${e.gid}`;
+    out[rel] = e.kind === 'link' ? `link ${e.content} ${meta}` : e.kind === 'dir' ? `dir ${meta}` : `file ${e.content} ${meta} ino=${e.ino}`;
+  }
+  // A folder that is not there has nothing to compare: two such fingerprints would be equal.
+  if (!('.' in out)) throw new Error(`${dir} does not exist`);
   return out;
 }
 
