@@ -10,6 +10,8 @@ export const OUTBOX_DIR = 'outbox';
 /** Whole reports (every step) kept on the host, newest last: `mesh-host status --last-report`. */
 export const FULL_REPORTS_DIR = 'reports';
 const NAME = /^(\d{12})\.json$/;
+/** A whole report's copy cut short before its rename (see keepWholeAsync). */
+export const isWholeReportLeftover = (name: string) => /^\d{12}\.json\.tmp$/.test(name);
 const nameOf = (sequence: number) => `${String(sequence).padStart(12, '0')}.json`;
 
 export interface OutboxBounds {

@@ -1,6 +1,6 @@
-import { closeSync, constants, linkSync, openSync, readFileSync, rmdirSync, mkdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, linkSync, openSync, readdirSync, readFileSync, rmdirSync, mkdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { refused } from '../system/errors.js';
 
 export const LOCK_FILE = 'lock';
@@ -86,6 +86,7 @@ export async function acquireLock(stateDir: string, options: LockOptions): Promi
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (tryLink(path, holder)) {
+      removeDeadTakersLeftovers(path);
       let released = false;
       return {
         holder,
@@ -127,6 +128,26 @@ function tryLink(path: string, holder: LockHolder): boolean {
     throw err;
   } finally {
     unlinkSync(temporary);
+  }
+}
+
+/**
+ * What takers that died mid-take left beside the lock, removed by the next holder: a temporary
+ * (`lock.PID-RANDOM`) whose process is gone, a takeover guard older than a second. A live taker's
+ * temporary is its own, and lasts a moment.
+ */
+function removeDeadTakersLeftovers(path: string): void {
+  const dir = dirname(path);
+  const prefix = `${basename(path)}.`;
+  for (const name of readdirSync(dir)) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = /^(\d+)-[0-9a-f]{8}$/.exec(name.slice(prefix.length))?.[1];
+    try {
+      if (pid !== undefined && !existsSync(`/proc/${pid}`)) unlinkSync(join(dir, name));
+      else if (name === `${prefix}takeover` && Date.now() - statSync(join(dir, name)).mtimeMs > 1000) rmdirSync(join(dir, name));
+    } catch {
+      // removed by another, or taken again
+    }
   }
 }
 

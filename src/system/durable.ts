@@ -8,6 +8,11 @@ export function temporaryPrefix(target: string): string {
   return `${basename(target)}.tmp-`;
 }
 
+/** Whether a name is one of this file's temporaries (`NAME.tmp-PID-RANDOM`): a crash may leave one. */
+export function isTemporary(name: string): boolean {
+  return /\.tmp-\d+-[0-9a-f]{12}$/.test(name);
+}
+
 /**
  * Writes bytes so that a crash at any instant leaves the old file or the new one, never a torn one:
  * a fresh temporary file in the same directory (O_EXCL|O_NOFOLLOW, so a planted name cannot redirect
