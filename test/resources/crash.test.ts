@@ -1,13 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { applyKilledAfter, applyNow, crashScene, leftBehind, type CrashScene } from '../support/crash.js';
+import { applyKilledAfter, applyNow, crashScene, leftBehind, runKilledAt, straceMissing, type CrashScene } from '../support/crash.js';
 import { peekState } from '../../src/store/store.js';
 import { scratchFolders } from '../support/tree.js';
 
 const folder = scratchFolders(afterEach);
-const hasStrace = spawnSync('strace', ['-V']).error === undefined;
 /** CI takes a few; `npm run bench -- crash` takes 200. */
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 10);
 
@@ -75,7 +73,7 @@ describe('an apply killed at any instant leaves nothing behind once the next app
     // Ten minutes for the default ten rounds; CRASH_ROUNDS=200 is given the time its rounds take.
   }, Math.max(600_000, ROUNDS * 60_000));
 
-  it.skipIf(!hasStrace && !process.env.CI)('kill -9 at every syscall of a batch (strace)', () => {
+  it.skipIf(straceMissing && !process.env.CI)('kill -9 at each call of a batch that writes (strace shows the kill in that call): nothing is left once the next apply drops it', () => {
     const dir = folder();
     const scene = crashScene(dir, 2, 2);
     const syscalls = batchSyscalls(scene, join(dir, 'strace.log'));
@@ -83,16 +81,22 @@ describe('an apply killed at any instant leaves nothing behind once the next app
     // A directory, two subdirectories, two files: the lock, the intent, the directories, each
     // temporary's open, write, owner, mode, fsync and rename, each directory's fsync, the outbox, the store.
     expect(syscalls.length).toBeGreaterThan(25);
-    let killed = 0;
+    const missed: string[] = [];
     for (const { syscall, when } of syscalls) {
-      const run = applyNow(scene, scene.full, ['strace', '-f', '-qq', '-o', '/dev/null', '-e', `trace=${syscall}`, '-e', `inject=${syscall}:signal=SIGKILL:when=${when}`], ONE_THREAD);
-      if (run.signal === 'SIGKILL' || run.code === 137 || run.code === null) killed++;
+      const run = runKilledAt([process.execPath, ...scene.args(scene.full)], { syscall, when }, ONE_THREAD);
+      // Killed there, or (a thread's count of a call is not the same from run to run) not reached and finished.
+      if (run.signal === 'SIGKILL') expect(run.killedAt, `killed at ${syscall} #${when}`).toMatch(new RegExp(`^\\d+\\s+(${syscall}\\(|<\\.\\.\\. ${syscall} resumed>)`));
+      else {
+        expect(run.code, `not killed at ${syscall} #${when}: ${run.stderr}`).toBe(0);
+        missed.push(`${syscall} #${when}`);
+      }
       dropAndCheck(scene, `killed at ${syscall} #${when}`);
     }
-    expect(killed).toBeGreaterThan(syscalls.length / 2);
+    // Nearly every call is reached in the run that kills at it (3 of about 100 were not, here).
+    expect(missed.length, missed.join(', ')).toBeLessThan(syscalls.length / 10);
   }, 900_000);
 
-  it.skipIf(!hasStrace && !process.env.CI)('EIO on the fsync of one file of a batch fails that file\'s resource alone; the next apply makes it', () => {
+  it.skipIf(straceMissing && !process.env.CI)('EIO on the fsync of one file of a batch fails that file\'s resource alone; the next apply makes it', () => {
     const dir = folder();
     const scene = crashScene(dir, 12);
     // The intents journal is made once (its directory fsync is then behind us); the traced run finds
@@ -115,7 +119,7 @@ describe('an apply killed at any instant leaves nothing behind once the next app
     // Not made, no temporary left; every other file is there.
     const failedPath = join(scene.root, (report.steps.find((s) => s.status === 'failed') as unknown as { target: string }).target);
     expect(existsSync(failedPath)).toBe(false);
-    expect(leftBehind(scene).filter((p) => p.includes('.mesh-host-'))).toEqual([]);
+    expect(leftBehind(scene)).toEqual([]);
     expect(readdirSync(join(scene.root, 'srv/app')).length).toBe(10);
     expect(run.stderr).not.toMatch(/outbox|store could not/);
     // The next apply makes it.
@@ -125,7 +129,7 @@ describe('an apply killed at any instant leaves nothing behind once the next app
     dropAndCheck(scene, 'after the repair');
   }, 300_000);
 
-  it.skipIf(!hasStrace && !process.env.CI)('killed after taking a file over and before the store recorded it, the next start gives the original back, so it is never lost', () => {
+  it.skipIf(straceMissing && !process.env.CI)('killed after taking a file over and before the store recorded it, the next start gives the original back, so it is never lost', () => {
     const dir = folder();
     const scene = crashScene(dir, 0, 0);
     mkdirSync(join(scene.root, 'etc'), { recursive: true });
@@ -137,8 +141,9 @@ describe('an apply killed at any instant leaves nothing behind once the next app
     // file's, the local report's, the outbox's, the store's), so after the kept copy and the file are
     // durable and before the store's save: the original is kept and the file written, and the store
     // never heard (checked below).
-    const killed = applyNow(scene, take, ['strace', '-f', '-qq', '-o', '/dev/null', '-e', 'trace=rename', '-e', 'inject=rename:signal=SIGKILL:when=3'], ONE_THREAD);
-    expect(killed.signal ?? killed.code, killed.stderr).toSatisfy((v: unknown) => v === 'SIGKILL' || v === 137 || v === null);
+    const killed = runKilledAt([process.execPath, ...scene.args(take)], { syscall: 'rename', when: 3 }, ONE_THREAD);
+    expect(killed.signal, killed.stderr).toBe('SIGKILL');
+    expect(killed.killedAt, "the third rename, a report's, after the kept copy's and the file's").toMatch(/^\d+\s+rename\("[^"]*\/state\/(reports|outbox)\/\d{12}\.json\.tmp/);
     expect(readFileSync(conf, 'utf8')).toBe('declared\n');
     expect(peekState(scene.state)?.records.conf).toBeUndefined();
     // The next start gives the original back before it takes it again: the copy it keeps is the original.

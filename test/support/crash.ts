@@ -1,18 +1,22 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { projectDir } from './cli.js';
+import { leaks, pathsUnder } from './leaks.js';
 
 /**
  * A scratch root and state directory, a declaration of `files` files (in `dirs` directories under
  * /srv/app) and one that drops them all: for killing `mesh-host apply` mid-way and proving that the
- * next apply leaves nothing behind.
+ * next apply leaves nothing behind that the store does not account for.
  */
 export interface CrashScene {
   root: string;
   state: string;
   full: string;
   empty: string;
+  /** What the root held before the host came (see leaks). */
+  found: ReadonlySet<string>;
   /** The arguments of `mesh-host apply` for a declaration file. */
   args(declaration: string): string[];
 }
@@ -34,26 +38,14 @@ export function crashScene(dir: string, files: number, dirs = 10): CrashScene {
     state,
     full,
     empty,
+    found: pathsUnder(root),
     args: (declaration) => [join(projectDir, 'bin/mesh-host'), 'apply', declaration, '--root', root, '--state-dir', state, '--config', join(dir, 'host.json'), '--log-level', 'warn', '--json'],
   };
 }
 
-/** Everything on the scratch root below /srv, and every temporary save in the state directory. */
+/** What the scene's root and state directory hold that the store does not account for (see leaks). */
 export function leftBehind(scene: CrashScene): string[] {
-  const found: string[] = [];
-  const walk = (dir: string, rel: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      found.push(`${rel}/${entry.name}`);
-      if (entry.isDirectory()) walk(join(dir, entry.name), `${rel}/${entry.name}`);
-    }
-  };
-  walk(join(scene.root, 'srv'), '/srv');
-  try {
-    for (const name of readdirSync(scene.state)) if (name.includes('.tmp-')) found.push(`state/${name}`);
-  } catch {
-    // no state yet
-  }
-  return found;
+  return leaks({ root: scene.root, stateDir: scene.state }, scene.found);
 }
 
 /** Runs `mesh-host apply` and kills it (SIGKILL) after `delayMs`; resolves once it is gone. */
@@ -71,4 +63,57 @@ export function applyNow(scene: CrashScene, declaration: string, prefix: string[
   const [command, ...args] = prefix.length > 0 ? [...prefix, process.execPath, ...scene.args(declaration)] : [process.execPath, ...scene.args(declaration)];
   const r = spawnSync(command!, args, { encoding: 'utf8', env: { ...process.env, UV_USE_IO_URING: '0', ...env }, maxBuffer: 1 << 28 });
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A SIGKILL strace injects at the `when`th call of `syscall` by one thread (of calls on paths under `path`, when given). */
+export interface Injection {
+  syscall: string;
+  when: number;
+  path?: string;
+}
+
+export interface KilledRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** strace's line of the call its thread was killed in, when its log shows one: the proof of where it died. */
+  killedAt?: string;
+}
+
+/** Whether strace can run here: a test that needs it is skipped without it, except in CI, where it fails. */
+export const straceMissing = spawnSync('strace', ['-V']).error !== undefined;
+
+/**
+ * Runs a command under strace with a SIGKILL injected at one call, and reads strace's log for where it
+ * died: the call's line left unfinished (`= ?`) in a thread strace then saw killed by SIGKILL (with
+ * `-y`, so a descriptor shows the path it is open on). A run the
+ * injection never reached (or no strace at all) has no `killedAt`, and its signal is not SIGKILL.
+ */
+export function runKilledAt(command: string[], at: Injection, env: NodeJS.ProcessEnv = {}): KilledRun {
+  const log = join(mkdtempSync(join(tmpdir(), 'mesh-host-strace-')), 'log');
+  try {
+    const filter = at.path ? ['-P', at.path] : [];
+    const args = ['-f', '-qq', '-y', '-o', log, ...filter, '-e', `trace=${at.syscall}`, '-e', `inject=${at.syscall}:signal=SIGKILL:when=${at.when}`, ...command];
+    const r = spawnSync('strace', args, { encoding: 'utf8', env: { ...process.env, UV_USE_IO_URING: '0', ...env }, maxBuffer: 1 << 28 });
+    if (r.error) return { code: null, signal: null, stdout: '', stderr: `strace could not run: ${r.error.message}` };
+    const killedAt = existsSync(log) ? killedCall(readFileSync(log, 'utf8'), at.syscall) : undefined;
+    return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr, ...(killedAt ? { killedAt } : {}) };
+  } finally {
+    rmSync(dirname(log), { recursive: true, force: true });
+  }
+}
+
+/** The call of `syscall` a thread was in when SIGKILL ended it (with its arguments, if strace split the line). */
+function killedCall(log: string, syscall: string): string | undefined {
+  const lines = log.split('\n');
+  const killed = new Set(lines.flatMap((l) => /^(\d+)\s+\+\+\+ killed by SIGKILL/.exec(l)?.[1] ?? []));
+  for (const [i, line] of lines.entries()) {
+    const m = new RegExp(`^(\\d+)\\s+(?:${syscall}\\(.*|<\\.\\.\\. ${syscall} resumed>.*)\\s+= \\?$`).exec(line);
+    if (!m || !killed.has(m[1]!)) continue;
+    if (!line.includes('resumed>')) return line;
+    const started = lines.slice(0, i).reverse().find((l) => l.startsWith(`${m[1]} `) && l.includes(`${syscall}(`) && l.endsWith('<unfinished ...>'));
+    return `${started ?? ''} ${line}`.trim();
+  }
+  return undefined;
 }
