@@ -71,7 +71,7 @@ for (let i = Number(first); i < Number(first) + hosts; i++) {
             node, sequence: ++reportSequence, trigger: 'delivery',
             declaration: markOf(declaration, digest),
             mode: declaration.mode, outcome: 'converged',
-            steps: declaration.resources.map((r) => ({ resource: r.id, type: r.type, target: 'path' in r ? String(r.path) : r.id, actions: [], status: 'unchanged' as const })),
+            steps: declaration.resources.map((r) => ({ resource: r.id, type: r.type, target: 'path' in r ? String(r.path) : r.id, verb: 'none' as const, changes: [], actions: [], status: 'unchanged' as const })),
             said: [], facts: { held: [], links: [], filters: [], foundFirewall: null }, startedAt, finishedAt: new Date().toISOString(),
           };
           outbox.add(report);

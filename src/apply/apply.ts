@@ -17,6 +17,7 @@ import { gate, type Refusal } from './gate.js';
 import { sayApplyDetail } from './say.js';
 import { planDiffs } from './diff.js';
 import { fingerprintOf, shouldSpeak } from '../report/speak.js';
+import { readable } from '../report/words.js';
 import type { ManagerChoice } from '../services/choose.js';
 import type { Outbox } from '../report/outbox.js';
 import { settleFoundFirewall, type FirewallEnv, type Settled } from '../firewall/settle.js';
@@ -106,7 +107,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     };
     const planned = await planDeclaration(declaration, ctx, env.handlers);
     if (planned.refused !== undefined) return refusedBy({ kind: 'unappliable', reason: `${planned.refused}; nothing was touched`, details: [] });
-    const plan = withLazySteps<Plan>({ steps: [], ...(request.diff ? { diffs: await planDiffs(planned, fs) } : {}) }, () => planSteps(planned));
+    const plan = withLazySteps<Plan>({ steps: [], ...(request.diff ? { diffs: await planDiffs(planned, fs) } : {}) }, () => planSteps(planned).map(readable));
     request.onPlan?.(plan);
     if (planned.problems.length > 0) {
       return {
@@ -149,7 +150,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       },
       startedAt,
       finishedAt,
-    }, outcome.steps);
+    }, () => outcome.steps().map(readable));
     // Whether to speak depends on what changed, never on the unchanged: their steps are not made for it.
     const speaks = shouldSpeak({ trigger: report.trigger, outcome: report.outcome, steps: outcome.changed, facts: report.facts }, store.state.lastFingerprint) || (request.found?.length ?? 0) > 0;
     store.updateHead((state) => {

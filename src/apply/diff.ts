@@ -17,7 +17,7 @@ export async function planDiffs(planned: Planned, fs: RootedFs): Promise<FileDif
     const resource = planned.resources[i]!;
     const step = planned.checks[i]!.step;
     if (resource.type !== 'file' || step === undefined) continue;
-    if (!step.actions.some((a) => a === 'create' || a.startsWith('content'))) continue;
+    if (!step.changes.some((c) => c.kind === 'create' || c.kind === 'content')) continue;
     const entry = { resource: resource.id, target: resource.path };
     if (resource.sensitive) {
       diffs.push({ ...entry, diff: `${resource.path}: sensitive; the content is not shown` });

@@ -27,7 +27,7 @@ export function sayApplyDetail(log: Logger, report: Report, steps: { changed: St
       continue;
     }
     said += 1;
-    log.info({ resource: step.resource, target: step.target, status: step.status, actions: step.actions, detail: step.detail }, `${step.status} ${step.target}${step.detail ? `: ${step.detail}` : ''}`);
+    log.info({ resource: step.resource, target: step.target, status: step.status, changes: step.changes, detail: step.detail }, `${step.status} ${step.target}${step.detail ? `: ${step.detail}` : ''}`);
   }
   const more = Object.entries(unsaid).map(([status, n]) => `${n} more ${status}`);
   if (more.length > 0) log.info({ report: report.sequence, unsaid }, `${more.join(', ')}: not said one by one (the report lists every step)`);

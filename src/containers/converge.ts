@@ -1,7 +1,8 @@
 import type { ContainerResource } from '../declaration/schema.js';
 import { ORIGINAL_SUFFIX } from '../declaration/container-rules.js';
 import { foundVerdict, HELD_REASON } from '../resources/ownership.js';
-import { stepOf, type Checked, type ConvergeContext } from '../resources/types.js';
+import { checkedOf, type Checked, type ConvergeContext } from '../resources/types.js';
+import { CREATE, HOLD, type Change } from '../resources/changes.js';
 import type { OriginalContainer, ResourceRecord } from '../store/state.js';
 import type { Inspected, Listed } from './engine.js';
 import { ensureImage, engineImage, imageAction } from './image.js';
@@ -54,46 +55,46 @@ async function foundUnder(name: string, env: ContainerEnv, run: ContainerRun): P
   return undefined;
 }
 
-function actionsOf(d: Decision, image: string | undefined, r: ContainerResource): string[] {
+function changesOf(d: Decision, image: Change | undefined, r: ContainerResource): Change[] {
   const bring = image ? [image] : [];
-  const run = r.state === 'running' ? ['start'] : [];
+  const run: Change[] = r.state === 'running' ? [{ kind: 'start' }] : [];
   switch (d.kind) {
     case 'none':
       return [];
     case 'hold':
-      return ['hold'];
+      return [HOLD];
     case 'start':
     case 'stop':
-      return [d.kind];
+      return [{ kind: d.kind }];
     case 'restart':
-      return [`restart (${d.because.join(', ')} changed)`];
+      return [{ kind: 'restart', because: d.because }];
     case 'replace':
-      return [...bring, `replace (${d.fields.join(', ') || 'labels'} differ${d.fields.length === 1 ? 's' : ''})`, ...run];
+      return [...bring, { kind: 'replace', fields: d.fields }, ...run];
     case 'create':
-      return [...(d.found ? [`take (the container found is renamed ${d.found.original.aside} and stopped)`] : []), ...bring, 'create', ...run];
+      return [...(d.found ? [{ kind: 'take' as const, aside: d.found.original.aside }] : []), ...bring, CREATE, ...run];
   }
 }
 
 /** One function checks and, when asked to, applies: the plan is the check alone. */
 export async function convergeContainer(r: ContainerResource, ctx: ConvergeContext, apply: boolean, env: ContainerEnv, run: ContainerRun): Promise<Checked> {
-  const step = (actions: string[]) => stepOf(r, r.name, actions);
+  const checked = (verb: Checked['verb'], changes: Change[], more?: Omit<Checked, 'step' | 'verb'>) => checkedOf(r, r.name, verb, changes, more);
   const problem = volumeProblem(r, env.stateDir);
-  if (problem) return { step: step([]), verb: 'none', problem };
+  if (problem) return checked('none', [], { problem });
   const spec = specOf(r);
   const d = await decide(r, spec, env, run, ctx);
   const image = d.kind === 'create' || d.kind === 'replace' ? await imageAction(run.engine, r.image) : undefined;
-  const actions = actionsOf(d, image, r);
-  if (d.kind === 'hold') return { step: step(actions), verb: 'hold', detail: HELD_REASON };
+  const changes = changesOf(d, image, r);
+  if (d.kind === 'hold') return checked('hold', changes, { detail: HELD_REASON });
   if (d.kind === 'none') {
     const current = run.owned.get(r.id)![0]!;
     const record = ctx.store.state.records[r.id];
     // Made by an apply cut short before its save, or recorded otherwise: the apply records it as it is.
     const fresh = record?.type === 'container' && record.container?.id === current.id && record.container.spec === current.labels[LABEL.spec];
-    return fresh ? { step: step([]), verb: 'none' } : { step: step([]), verb: 'none', remember: recordOf(r, ctx, current.id, current.labels[LABEL.spec]!, record) };
+    return fresh ? checked('none', []) : checked('none', [], { remember: recordOf(r, ctx, current.id, current.labels[LABEL.spec]!, record) });
   }
   if (apply) await carryOut(d, r, spec, ctx, env, run);
   const verb = d.kind === 'create' ? (d.found ? 'take' : 'create') : 'update';
-  return { step: step(actions), verb, ...(d.kind === 'create' && d.found ? { detail: 'found here; taken over, the original kept aside' } : {}) };
+  return checked(verb, changes, d.kind === 'create' && d.found ? { detail: 'found here; taken over, the original kept aside' } : {});
 }
 
 function recordOf(r: ContainerResource, ctx: ConvergeContext, id: string, spec: string, before: ResourceRecord | undefined, original?: OriginalContainer): ResourceRecord {

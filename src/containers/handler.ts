@@ -1,5 +1,6 @@
 import type { ContainerResource } from '../declaration/schema.js';
-import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from '../resources/types.js';
+import { checkedOf, type Checked, type ConvergeContext, type ResourceHandler } from '../resources/types.js';
+import { REMOVE, type Change } from '../resources/changes.js';
 import type { ResourceRecord } from '../store/state.js';
 import { convergeContainer } from './converge.js';
 import { secondLook } from './look.js';
@@ -50,7 +51,7 @@ export function containerHandler(env: ContainerEnv): ResourceHandler<ContainerRe
 async function removeContainer(record: ResourceRecord, ctx: ConvergeContext, apply: boolean, run: ContainerRun): Promise<Checked> {
   const mine = run.owned.get(record.id) ?? [];
   const original = record.container?.original;
-  const actions = [...(mine.some(isUp) ? ['stop'] : []), ...(mine.length > 0 ? ['remove'] : []), ...(original ? [`give ${original.name} back${original.running ? ' and start it' : ''}`] : [])];
+  const changes: Change[] = [...(mine.some(isUp) ? [{ kind: 'stop' as const }] : []), ...(mine.length > 0 ? [REMOVE] : []), ...(original ? [{ kind: 'give-back' as const, what: 'container' as const, name: original.name, start: original.running }] : [])];
   if (apply) {
     for (const c of mine) {
       await run.engine.stop(c.id, record.container?.stopTimeout ?? DEFAULT_STOP_TIMEOUT_S);
@@ -66,5 +67,5 @@ async function removeContainer(record: ResourceRecord, ctx: ConvergeContext, app
     ctx.store.forget(record.id);
   }
   const detail = mine.length === 0 ? `${record.target} was already gone` : undefined;
-  return { step: stepOf(record, record.target, actions.length > 0 ? actions : ['remove']), verb: 'remove', ...(detail ? { detail } : {}) };
+  return checkedOf(record, record.target, 'remove', changes.length > 0 ? changes : [REMOVE], detail ? { detail } : {});
 }

@@ -1,6 +1,7 @@
 import type { ContainerResource } from '../declaration/schema.js';
 import { obtainArchive, type ArchiveEnv } from '../archive/obtain.js';
 import type { ContainerEngine } from './engine.js';
+import type { Change } from '../resources/changes.js';
 
 /** The name a loaded image archive is tagged with: its archive's digest, so a second apply finds it loaded. */
 export const objectImage = (sha256: string) => `localhost/mesh-host-image:${sha256}`;
@@ -8,10 +9,10 @@ export const objectImage = (sha256: string) => `localhost/mesh-host-image:${sha2
 /** What the engine knows the declared image by. */
 export const engineImage = (image: ContainerResource['image']) => ('ref' in image ? image.ref : objectImage(image.sha256));
 
-/** The plan's words for bringing the image in, or undefined when the engine has it. */
-export async function imageAction(engine: ContainerEngine, image: ContainerResource['image']): Promise<string | undefined> {
+/** The plan's change that brings the image in, or undefined when the engine has it. */
+export async function imageAction(engine: ContainerEngine, image: ContainerResource['image']): Promise<Change | undefined> {
   if (await engine.hasImage(engineImage(image))) return undefined;
-  return 'ref' in image ? `pull ${image.ref}` : `load object ${image.object}`;
+  return 'ref' in image ? { kind: 'pull', ref: image.ref } : { kind: 'load', object: image.object };
 }
 
 /**

@@ -22,6 +22,8 @@ export interface InstallStep {
   needed: boolean;
   /** Why it is or is not needed, when that is worth saying. */
   detail?: string;
+  /** It writes the service definition: once written, the service manager reads its definitions again. */
+  definition?: true;
   run(): Promise<void>;
 }
 
@@ -171,6 +173,7 @@ export async function installFileSteps(target: InstallTarget): Promise<InstallSt
     steps.push({
       action: `write the ${target.manager!.name === 'systemd' ? 'systemd unit' : 'OpenRC script'}`,
       target: path,
+      definition: true,
       needed: textOf(path) !== definition.text || modeOf(path) !== definition.mode,
       run: async () => {
         await outputFile(path, definition.text, { mode: definition.mode });

@@ -1,6 +1,7 @@
 import type { Mark } from '../declaration/order.js';
 import type { Mode } from '../declaration/schema.js';
 import type { Step, StepResult } from '../resources/types.js';
+import { wordsOf, type Readable } from './words.js';
 import type { HeldEntry } from '../store/state.js';
 import type { Link } from '../inventory/links.js';
 import type { FilterEntry, FoundFirewall } from '../firewall/types.js';
@@ -10,7 +11,8 @@ export type Trigger = 'apply' | 'genesis' | 'reconcile' | 'delivery' | 'trial';
 export type Outcome = 'converged' | 'failed' | 'refused';
 
 export interface Plan {
-  steps: Step[];
+  /** Every step, its changes as data and as words (`actions`, for the wire's readers). */
+  steps: Array<Readable<Step>>;
   /** With `--diff`: a unified diff of each file whose content changes (never of a sensitive one). */
   diffs?: FileDiff[];
 }
@@ -41,20 +43,22 @@ export interface Report {
   mode: Mode | null;
   outcome: Outcome;
   error?: { resource?: string; message: string };
-  steps: StepResult[];
+  /** Every step, its changes as data and as words (`actions`, for the wire's readers). */
+  steps: Array<Readable<StepResult>>;
   said: string[];
   facts: Facts;
   startedAt: string;
   finishedAt: string;
 }
 
-const VERBS = ['create', 'remove', 'take', 'hold', 'leave'] as const;
-
-/** One readable line a step: `update /etc/x.conf: content (+3 −1 lines), mode 0644→0640`. */
+/**
+ * One readable line a step: `update /etc/x.conf: content (+3 −1 lines), mode 0644→0640`. The step's
+ * verb leads; the change that is the verb itself (a take's `take`) is not said twice.
+ */
 export function formatStep(step: Step): string {
-  if (step.actions.length === 0) return `unchanged ${step.target}`;
-  const verb = VERBS.find((v) => step.actions.includes(v)) ?? 'update';
-  const rest = step.actions.filter((a) => a !== verb);
+  if (step.changes.length === 0) return `unchanged ${step.target}`;
+  const verb = step.verb === 'none' ? 'update' : step.verb;
+  const rest = step.changes.map(wordsOf).filter((words) => words !== verb);
   return `${verb} ${step.target}${rest.length ? `: ${rest.join(', ')}` : ''}`;
 }
 
@@ -65,7 +69,7 @@ export function formatStep(step: Step): string {
  */
 export function formatPlan(plan: Plan): string {
   if (plan.steps.length === 0) return 'plan: nothing declared, nothing to do';
-  const changing = plan.steps.filter((s) => s.actions.length > 0);
+  const changing = plan.steps.filter((s) => s.changes.length > 0);
   return [
     `plan: ${changing.length} of ${plan.steps.length} step${plan.steps.length === 1 ? '' : 's'} to take`,
     ...changing.map((s) => `  ${formatStep(s)}`),

@@ -1,5 +1,4 @@
 import type { ResourceType } from '../declaration/schema.js';
-import type { StepResult } from '../resources/types.js';
 import type { Outcome, Report } from './report.js';
 
 /** Where the steps a sent report leaves out can be read, on the host. */
@@ -37,7 +36,7 @@ export interface Folded {
  * full step list stays on the host.
  */
 export interface SentReport extends Omit<Report, 'steps'> {
-  steps: StepResult[];
+  steps: Report['steps'];
   /** Unchanged steps by resource type. */
   unchanged: Partial<Record<ResourceType, number>>;
   /** Every step by status, listed or not. */
@@ -50,7 +49,7 @@ export interface SentReport extends Omit<Report, 'steps'> {
 export function sentReport(report: Report): SentReport {
   const unchanged: Partial<Record<ResourceType, number>> = {};
   const counts: Record<string, number> = {};
-  const steps: StepResult[] = [];
+  const steps: Report['steps'] = [];
   for (const step of report.steps) {
     counts[step.status] = (counts[step.status] ?? 0) + 1;
     if (step.status === 'unchanged') unchanged[step.type] = (unchanged[step.type] ?? 0) + 1;

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Facts, Report } from './report.js';
+import type { StepResult } from '../resources/types.js';
 
 /**
  * The machine's fingerprint: what it holds, its found firewall, which links face outside, its filters
@@ -20,7 +21,7 @@ export function fingerprintOf(facts: Facts): string {
  * has no found firewall: without its links in the fingerprint it could never speak unasked, and the
  * mesh composes nothing for a machine that has not said which links face outside.)
  */
-export function shouldSpeak(report: Pick<Report, 'trigger' | 'outcome' | 'steps' | 'facts'>, lastFingerprint: string | undefined): boolean {
+export function shouldSpeak(report: Pick<Report, 'trigger' | 'outcome' | 'facts'> & { steps: ReadonlyArray<Pick<StepResult, 'status'>> }, lastFingerprint: string | undefined): boolean {
   if (report.trigger !== 'reconcile') return true;
   if (report.outcome !== 'converged') return true;
   if (report.steps.some((s) => s.status === 'done' || s.status === 'failed')) return true;

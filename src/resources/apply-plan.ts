@@ -91,7 +91,7 @@ class PlanRun {
     const { failed, amended } = await this.ctx.writes.commit();
     for (const [resource, amendment] of amended) {
       const step = this.resultOf.get(resource);
-      if (step) Object.assign(step, amendment.actions ? { actions: amendment.actions } : {}, amendment.detail ? { detail: amendment.detail } : {});
+      if (step) Object.assign(step, amendment.verb ? { verb: amendment.verb } : {}, amendment.changes ? { changes: amendment.changes } : {}, amendment.detail ? { detail: amendment.detail } : {});
     }
     for (const { resource, error } of failed) {
       const step = this.resultOf.get(resource);

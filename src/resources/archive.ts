@@ -15,13 +15,12 @@ import { keptCopies, stageRemoval } from '../archive/removal.js';
 import { preflight, unpack } from '../archive/unpack.js';
 import type { ResourceRecord } from '../store/state.js';
 import { foundVerdict, HELD_REASON, metaDrift, ownRecord } from './ownership.js';
-import { pathShape, stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+import { checkedOf, pathShape, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+import { CREATE, HOLD, REMOVE, type Change } from './changes.js';
 
 /** The target directory itself: 0755, the resource's owner and group (root by default). */
 const TARGET_MODE = 0o755;
-const short = (sha: string) => sha.slice(0, 12);
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-const entries = (n: number) => (n === 1 ? '1 entry' : `${n} entries`);
 
 function ownerOf(resource: ArchiveResource, ctx: ConvergeContext): Owner | string {
   const uid = ctx.accounts.uid(resource.owner ?? 'root');
@@ -69,8 +68,8 @@ export function archiveHandler(host: ArchiveHost): ResourceHandler<ArchiveResour
 
 async function converge(resource: ArchiveResource, ctx: ConvergeContext, apply: boolean, env: ArchiveEnv): Promise<Checked> {
   const target = resource.path;
-  const step = (actions: string[]) => stepOf(resource, target, actions);
-  const refuse = (problem: string): Checked => ({ step: step([]), verb: 'none', problem });
+  const checked = (verb: Checked['verb'], changes: Change[], more?: Omit<Checked, 'step' | 'verb'>) => checkedOf(resource, target, verb, changes, more);
+  const refuse = (problem: string): Checked => checked('none', [], { problem });
   const owner = ownerOf(resource, ctx);
   if (typeof owner === 'string') return refuse(owner);
   let journal: Journal | undefined;
@@ -96,21 +95,21 @@ async function converge(resource: ArchiveResource, ctx: ConvergeContext, apply: 
     if (problems.length > 0) return refuse(problems.join('; '));
     if (drift.length === 0 && targetDrift.length === 0) {
       if (!record) keepRecord(journal.created);
-      return { step: step([]), verb: 'none' };
+      return checked('none', []);
     }
-    const actions = [...targetDrift, ...(drift.length ? [`restore ${entries(drift.length)}: ${drift.slice(0, 5).map((d) => `${d.name} (${d.why})`).join(', ')}${drift.length > 5 ? ', …' : ''}`] : [])];
-    if (!apply) return { step: step(actions), verb: 'update' };
-    return carryOut(resource, ctx, env, owner, journal, actions, 'update');
+    const changes: Change[] = [...targetDrift, ...(drift.length ? [{ kind: 'restore' as const, entries: drift.length, drift: drift.slice(0, 5).map(({ name, why }) => ({ name, why })) }] : [])];
+    if (!apply) return checked('update', changes);
+    return carryOut(resource, ctx, env, owner, journal, changes, 'update');
   }
 
   // A new archive here: first unpack, a replacement, or an unpack a crash cut short.
   const found = st !== undefined && !journal && !isEmptyDirectory(ctx, target);
-  if (found && foundVerdict(resource, ctx) === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
+  if (found && foundVerdict(resource, ctx) === 'hold') return checked('hold', [HOLD], { detail: HELD_REASON });
   const verb = journal ? 'update' : st ? 'take' : 'create';
-  const actions: string[] = [];
-  if (!st) actions.push('create');
-  if (journal && journal.sha256 !== resource.sha256) actions.push(`replace ${short(journal.sha256)}→${short(resource.sha256)}`);
-  else if (journal) actions.push(`finish the unpack of ${short(resource.sha256)} cut short`);
+  const changes: Change[] = [];
+  if (!st) changes.push(CREATE);
+  if (journal && journal.sha256 !== resource.sha256) changes.push({ kind: 'replace', fields: ['sha256'], from: journal.sha256, to: resource.sha256 });
+  else if (journal) changes.push({ kind: 'finish-unpack', sha256: resource.sha256 });
   let manifest: Manifest | undefined;
   try {
     // A plan fetches nothing: an archive known without the link (inline, kept) is read and checked now.
@@ -123,36 +122,36 @@ async function converge(resource: ArchiveResource, ctx: ConvergeContext, apply: 
     const { problems } = preflight(ctx.fs, target, manifest, journal);
     if (problems.length > 0) return refuse(problems.join('; '));
     const leaving = journal ? journal.entries.filter((e) => !manifest.entries.some((m) => m.name === e.name)).length : 0;
-    actions.push(`unpack ${short(resource.sha256)} (${entries(manifest.entries.length)}, ${manifest.bytes} bytes)`, ...(leaving ? [`remove ${entries(leaving)} the new archive lacks`] : []));
+    changes.push({ kind: 'unpack', sha256: resource.sha256, entries: manifest.entries.length, bytes: manifest.bytes }, ...(leaving ? [{ kind: 'remove-entries' as const, entries: leaving, lacking: true as const }] : []));
   } else if (!env.objects) {
     return refuse(new ArchiveRefused('no-link', `${sourceWords(resource)} must be fetched from the archive store, and this host has no link (no servers are configured)`).message);
   } else {
-    actions.push(`fetch ${sourceWords(resource)}`, `unpack ${short(resource.sha256)}`);
+    changes.push({ kind: 'fetch', ...('object' in resource.source ? { object: resource.source.object } : {}) }, { kind: 'unpack', sha256: resource.sha256 });
   }
-  if (!apply) return { step: step(actions), verb, ...(verb === 'take' ? { detail: 'found here; taken over, originals of what the archive overwrites kept' } : {}) };
-  return carryOut(resource, ctx, env, owner, journal, actions, verb);
+  if (!apply) return checked(verb, changes, verb === 'take' ? { detail: 'found here; taken over, originals of what the archive overwrites kept' } : {});
+  return carryOut(resource, ctx, env, owner, journal, changes, verb);
 }
 
 async function remove(record: ResourceRecord, ctx: ConvergeContext, apply: boolean, env: ArchiveEnv): Promise<Checked> {
   const target = record.target;
-  const step = (actions: string[]) => stepOf(record, target, actions);
+  const checked = (verb: Checked['verb'], changes: Change[], more?: Omit<Checked, 'step' | 'verb'>) => checkedOf(record, target, verb, changes, more);
   let journal: Journal | undefined;
   try {
     journal = readJournal(env.stateDir, target);
   } catch (err) {
-    return { step: step([]), verb: 'none', problem: asProblem(err) };
+    return checked('none', [], { problem: asProblem(err) });
   }
   if (!journal) {
     if (apply) ctx.store.forget(record.id);
-    return { step: step(['remove']), verb: 'remove', detail: 'no journal: nothing unpacked is known, nothing removed' };
+    return checked('remove', [REMOVE], { detail: 'no journal: nothing unpacked is known, nothing removed' });
   }
   const unreachable = journal.entries.flatMap((e) => {
     const seen = look(ctx.fs, joinTarget(target, e.name));
     return 'problem' in seen ? [seen.problem] : [];
   });
-  if (unreachable.length > 0) return { step: step([]), verb: 'none', problem: `${unreachable.join('; ')}; nothing was removed` };
-  const actions = ['remove', entries(journal.entries.length)];
-  if (!apply) return { step: step(actions), verb: 'remove' };
+  if (unreachable.length > 0) return checked('none', [], { problem: `${unreachable.join('; ')}; nothing was removed` });
+  const changes: Change[] = [REMOVE, { kind: 'remove-entries', entries: journal.entries.length }];
+  if (!apply) return checked('remove', changes);
   const writes = batchWrites(ctx, record.id);
   const left: string[] = [];
   stageRemoval(ctx.fs, writes, target, journal.entries, ctx.takenDir, left);
@@ -164,7 +163,7 @@ async function remove(record: ResourceRecord, ctx: ConvergeContext, apply: boole
   dropJournal(env.stateDir, target);
   new ArchiveCache(env.stateDir).prune(journaledArchives(env.stateDir), env.limits.cacheBytes);
   ctx.store.forget(record.id);
-  return { step: step(actions), verb: 'remove', ...(left.length ? { detail: left.join('; ') } : {}) };
+  return checked('remove', changes, left.length ? { detail: left.join('; ') } : {});
 }
 
 /**
@@ -198,7 +197,7 @@ function batchWrites(ctx: ConvergeContext, id: string): TargetWrites {
 }
 
 /** Obtains (fetching when needed), verifies, reads and unpacks; a refusal leaves nothing of the archive written. */
-async function carryOut(resource: ArchiveResource, ctx: ConvergeContext, env: ArchiveEnv, owner: Owner, journal: Journal | undefined, actions: string[], verb: Checked['verb']): Promise<Checked> {
+async function carryOut(resource: ArchiveResource, ctx: ConvergeContext, env: ArchiveEnv, owner: Owner, journal: Journal | undefined, changes: Change[], verb: Checked['verb']): Promise<Checked> {
   const target = resource.path;
   const obtained = await obtainArchive(env, resource.source, resource.sha256, true);
   let accepted = false;
@@ -215,7 +214,7 @@ async function carryOut(resource: ArchiveResource, ctx: ConvergeContext, env: Ar
     ctx.store.record({ id: resource.id, type: 'archive', target, origin: ctx.origin, created, appliedAt: ctx.now() });
     if (done.written > 0 || done.removed > 0) ctx.changed.add(resource.id, target);
     const detail = [`${plural(done.written, 'write')}, ${plural(done.removed, 'removal')} (${obtained!.how})`, ...done.left].join('; ');
-    return { step: stepOf(resource, target, actions), verb, detail };
+    return checkedOf(resource, target, verb, changes, { detail });
   } finally {
     obtained?.settle(accepted);
     if (accepted) new ArchiveCache(env.stateDir).prune(journaledArchives(env.stateDir), env.limits.cacheBytes);

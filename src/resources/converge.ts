@@ -2,7 +2,8 @@ import type { Declaration, Resource } from '../declaration/schema.js';
 import type { ResourceRecord } from '../store/state.js';
 import { directoryHandler } from './directory.js';
 import { fileHandler } from './file.js';
-import { NO_ACTIONS, stepOf, type Checked, type ConvergeContext, type ResourceHandler, type Step } from './types.js';
+import { NO_CHANGES } from './changes.js';
+import { stepOf, type Checked, type ConvergeContext, type ResourceHandler, type Step } from './types.js';
 import { pauseWhenDue } from '../system/yielder.js';
 
 /** The handlers by resource type (directory and file here; the host's table, host/environment.ts, has every kind). */
@@ -107,10 +108,10 @@ export async function planDeclaration(declaration: Declaration, ctx: ConvergeCon
 const problemOf = (checked: Checked, step: Step) => ({ resource: step.resource, target: step.target, message: checked.problem! });
 
 /** A removal's step as its check said it. */
-export const stepOfRecord = (record: ResourceRecord, checked: Checked): Step => checked.step ?? stepOf(record, record.target, NO_ACTIONS);
+export const stepOfRecord = (record: ResourceRecord, checked: Checked): Step => checked.step ?? stepOf(record, record.target, 'none', NO_CHANGES);
 
-/** A resource's step as its check said it; made here, with no actions, for one found as declared. */
-export const stepOfResource = (resource: Resource, checked: Checked, handlers: HandlerTable): Step => checked.step ?? stepOf(resource, targetOf(resource, handlers), NO_ACTIONS);
+/** A resource's step as its check said it; made here, with no changes, for one found as declared. */
+export const stepOfResource = (resource: Resource, checked: Checked, handlers: HandlerTable): Step => checked.step ?? stepOf(resource, targetOf(resource, handlers), 'none', NO_CHANGES);
 
 /**
  * Each handler reads what it needs once, for all its resources (services: one batched unit query); the

@@ -8,11 +8,12 @@ import { writeDurablyAsync } from '../system/durable.js';
 import { foundVerdict, HELD_REASON, lookAt, lookOf, metaDrift, metaMatches, ownRecord, wantedMeta, type Wanted } from './ownership.js';
 import { lineChanges } from './line-changes.js';
 import { PathRefused } from './rooted-fs.js';
-import { pathShape, stepOf, UNCHANGED, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+import { checkedOf, pathShape, UNCHANGED, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+import { CREATE, HOLD, LEAVE, REMOVE, TAKE, type Change } from './changes.js';
 import type { TakenOriginal } from './write-batch.js';
 
-/** What the plan and the report say of a sensitive file's content change. */
-export const SENSITIVE_CHANGE = 'content (sensitive, not shown)';
+/** A sensitive file's content change: without a hint of its content, not even its line counts. */
+const SENSITIVE_CHANGE: Change = Object.freeze({ kind: 'content', sensitive: true });
 
 const contentOf = (r: FileResource) => Buffer.from(r.content, r.encoding === 'base64' ? 'base64' : 'utf8');
 
@@ -42,12 +43,11 @@ function unchangedSince(seen: SeenFile | undefined, st: Stats, resource: FileRes
   return seen !== undefined && seen.ino === st.ino && seen.size === st.size && seen.mtimeMs === st.mtimeMs && seen.ctimeMs === st.ctimeMs && seen.digest === declaredDigest(resource);
 }
 
-/** "content (+3 −1 lines)" for text, a byte count otherwise; the diff is loaded only when content differs. */
-async function contentChange(before: Buffer, after: Buffer): Promise<string> {
+/** Lines added and removed for text, sizes otherwise; the diff is loaded only when content differs. */
+async function contentChange(before: Buffer, after: Buffer): Promise<Change> {
   const text = before.length < 1 << 20 && after.length < 1 << 20 && !before.includes(0) && !after.includes(0);
-  if (!text) return `content (${before.length}→${after.length} bytes)`;
-  const { added, removed } = await lineChanges(before.toString('utf8'), after.toString('utf8'));
-  return `content (+${added} −${removed} lines)`;
+  if (!text) return { kind: 'content', bytes: { from: before.length, to: after.length } };
+  return { kind: 'content', lines: await lineChanges(before.toString('utf8'), after.toString('utf8')) };
 }
 
 /** Keeps the original of a taken file under taken/, so that removing the resource gives it back. */
@@ -79,12 +79,12 @@ export const fileHandler: ResourceHandler<FileResource> = {
    */
   converge(resource, ctx, apply, planned): Checked | Promise<Checked> {
     const want = wantedMeta(resource, ctx.accounts);
-    if (typeof want === 'string') return { step: stepOf(resource, resource.path, []), verb: 'none', problem: want };
+    if (typeof want === 'string') return checkedOf(resource, resource.path, 'none', [], { problem: want });
     let st: Stats | undefined;
     try {
       st = lookAt(resource.path, ctx, apply, planned);
     } catch (err) {
-      if (err instanceof PathRefused) return { step: stepOf(resource, resource.path, []), verb: 'none', problem: err.message };
+      if (err instanceof PathRefused) return checkedOf(resource, resource.path, 'none', [], { problem: err.message });
       throw err;
     }
     if (st !== undefined && st.isFile() && st.nlink === 1 && metaMatches(st, want)) {
@@ -95,12 +95,12 @@ export const fileHandler: ResourceHandler<FileResource> = {
   },
 
   async remove(record, ctx, apply): Promise<Checked> {
-    const step = stepOf(record, record.target, ['remove']);
+    const removed = (more?: Omit<Checked, 'step' | 'verb'>) => checkedOf(record, record.target, 'remove', [REMOVE], more);
     let st: Stats | undefined;
     try {
       st = ctx.fs.lstat(record.target);
     } catch (err) {
-      if (err instanceof PathRefused) return { step, verb: 'none', problem: err.message };
+      if (err instanceof PathRefused) return checkedOf(record, record.target, 'none', [REMOVE], { problem: err.message });
       throw err;
     }
     if (record.original?.copy !== undefined) {
@@ -115,29 +115,29 @@ export const fileHandler: ResourceHandler<FileResource> = {
           ctx.store.onSaved(() => unlinkSync(copyPath));
         });
       }
-      return { step: stepOf(record, record.target, ['remove', 'original given back']), verb: 'remove', detail: 'the original taken over is given back' };
+      return checkedOf(record, record.target, 'remove', [REMOVE, { kind: 'give-back', what: 'original' }], { detail: 'the original taken over is given back' });
     }
     if (st === undefined) {
       if (apply) ctx.store.forget(record.id);
-      return { step, verb: 'remove', detail: 'already gone' };
+      return removed({ detail: 'already gone' });
     }
     if (!st.isFile()) {
       if (apply) ctx.store.forget(record.id);
-      return { step: stepOf(record, record.target, ['leave']), verb: 'leave', detail: `${record.target} is no longer a regular file the host wrote; left as it is` };
+      return checkedOf(record, record.target, 'leave', [LEAVE], { detail: `${record.target} is no longer a regular file the host wrote; left as it is` });
     }
     if (apply) {
       const change = ctx.writes.change(record.id);
       change.removeFile(record.target);
       change.whenDurable(() => ctx.store.forget(record.id));
     }
-    return { step, verb: 'remove' };
+    return removed();
   },
 };
 
 /** The check and apply of a file that is not simply as declared: missing, found, drifted, or not seen whole yet. */
 async function convergeFound(resource: FileResource, ctx: ConvergeContext, apply: boolean, planned: Checked | undefined, want: Wanted, st: Stats | undefined): Promise<Checked> {
   const path = resource.path;
-  const step = (actions: string[]) => stepOf(resource, path, actions);
+  const checked = (verb: Checked['verb'], changes: readonly Change[], more?: Omit<Checked, 'step' | 'verb'>) => checkedOf(resource, path, verb, changes, more);
   const look = lookOf(ctx, st);
   let bytes: Buffer | undefined;
   const content = () => (bytes ??= contentOf(resource));
@@ -153,7 +153,7 @@ async function convergeFound(resource: FileResource, ctx: ConvergeContext, apply
 
   if (st === undefined) {
     if (apply) write(want, true, (seen) => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: true, seen, appliedAt: ctx.now() }));
-    return { step: step(['create']), verb: 'create', look };
+    return checked('create', [CREATE], { look });
   }
   const found = st;
   /**
@@ -176,51 +176,51 @@ async function convergeFound(resource: FileResource, ctx: ConvergeContext, apply
   };
   const memo = (drift: Drift): DriftMemo => ({ look: fingerprintOf(found), digest, drift });
   if (st.isSymbolicLink() && !record) {
-    return { step: step([]), verb: 'none', problem: `${path} is a symbolic link (to ${ctx.fs.readlink(path)}), not followed` };
+    return checked('none', [], { problem: `${path} is a symbolic link (to ${ctx.fs.readlink(path)}), not followed` });
   }
   if (!st.isFile() && !st.isSymbolicLink()) {
-    return { step: step([]), verb: 'none', problem: `${path} is not a regular file` };
+    return checked('none', [], { problem: `${path} is not a regular file` });
   }
 
   if (!record) {
     const verdict = foundVerdict(resource, ctx);
-    if (verdict === 'hold') return { step: step(['hold']), verb: 'hold', detail: HELD_REASON };
+    if (verdict === 'hold') return checked('hold', [HOLD], { detail: HELD_REASON });
     const drift = await driftOf();
     if (apply) {
       const original = await keepOriginal(ctx, resource, st);
       const taken = (seen: SeenFile): ResourceRecord => ({ id: resource.id, type: 'file', target: path, origin: ctx.origin, created: false, original, seen, appliedAt: ctx.now() });
-      if (drift.actions.length > 0) mend(drift, taken, { mode: original!.mode, uid: original!.uid, gid: original!.gid, copy: join(ctx.takenDir, original!.copy!) });
+      if (drift.changes.length > 0) mend(drift, taken, { mode: original!.mode, uid: original!.uid, gid: original!.gid, copy: join(ctx.takenDir, original!.copy!) });
       else ctx.store.record(taken(seenOf(st, digest)));
     }
-    return { step: step(['take', ...drift.actions]), verb: 'take', detail: 'found here; taken over, the original kept', memo: memo(drift), look };
+    return checked('take', [TAKE, ...drift.changes], { detail: 'found here; taken over, the original kept', memo: memo(drift), look });
   }
 
   // Ours: maintained, not set once; drift is returned. (Unchanged since last seen whole was answered before.)
-  const drift: Drift = st.isSymbolicLink() ? { actions: ['symbolic link replaced by the file'], content: true } : await driftOf();
-  if (drift.actions.length === 0) {
+  const drift: Drift = st.isSymbolicLink() ? { changes: [{ kind: 'symlink-replaced' }], content: true } : await driftOf();
+  if (drift.changes.length === 0) {
     // Read whole and found as declared (touched, or not seen yet): the apply remembers how it looks now.
-    return { step: step([]), verb: 'none', remember: { ...record, seen: seenOf(st, digest) } };
+    return checked('none', [], { remember: { ...record, seen: seenOf(st, digest) } });
   }
   if (apply) mend(drift, (seen) => ({ ...record, origin: ctx.origin, seen, appliedAt: ctx.now() }));
-  return { step: step(drift.actions), verb: 'update', memo: memo(drift), look };
+  return checked('update', drift.changes, { memo: memo(drift), look });
 }
 
-/** A found file's drift: the plan's actions, and whether its content differs (else mode and owner alone are set). */
+/** A found file's drift: the plan's changes, and whether its content differs (else mode and owner alone are set). */
 interface Drift {
-  actions: string[];
+  changes: Change[];
   content: boolean;
 }
 
 async function drifted(resource: FileResource, ctx: ConvergeContext, st: Stats, content: Buffer, want: Wanted): Promise<Drift> {
-  const actions: string[] = [];
+  const changes: Change[] = [];
   const current = st.size === content.length ? ctx.fs.readFile(resource.path, st.size) : undefined;
   const differs = current === undefined || !current.equals(content);
   if (differs) {
     // A sensitive file's change is said without a hint of its content, not even its line counts.
-    actions.push(resource.sensitive ? SENSITIVE_CHANGE : await contentChange(current ?? ctx.fs.readFile(resource.path, st.size), content));
+    changes.push(resource.sensitive ? SENSITIVE_CHANGE : await contentChange(current ?? ctx.fs.readFile(resource.path, st.size), content));
   }
-  actions.push(...metaDrift(st, want, ctx.accounts));
+  changes.push(...metaDrift(st, want, ctx.accounts));
   // A hard link planted at the name would share our inode: the write replaces the name, never the inode.
-  if (st.nlink > 1) actions.push(`hard link (${st.nlink} names) replaced`);
-  return { actions, content: differs };
+  if (st.nlink > 1) changes.push({ kind: 'hard-link', names: st.nlink });
+  return { changes, content: differs };
 }

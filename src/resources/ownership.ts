@@ -3,6 +3,7 @@ import type { DirectoryResource, FileResource } from '../declaration/schema.js';
 import type { ResourceRecord } from '../store/state.js';
 import type { Accounts } from './accounts.js';
 import type { Checked, ConvergeContext, Look } from './types.js';
+import type { Change } from './changes.js';
 import { PathRefused } from './rooted-fs.js';
 
 export interface Wanted {
@@ -50,13 +51,13 @@ function resolveMeta(resource: FileResource | DirectoryResource, accounts: Accou
 /** Mode, owner and group are as wanted (metaDrift would say nothing), without making its list. */
 export const metaMatches = (st: Stats, want: Wanted): boolean => (st.mode & 0o7777) === want.mode && st.uid === want.uid && st.gid === want.gid;
 
-/** The drift of mode, owner and group, as plan actions ("mode 0644→0640"). */
-export function metaDrift(st: Stats, want: Wanted, accounts: Accounts): string[] {
-  const actions: string[] = [];
-  if ((st.mode & 0o7777) !== want.mode) actions.push(`mode ${octal(st.mode)}→${octal(want.mode)}`);
-  if (st.uid !== want.uid) actions.push(`owner ${accounts.userName(st.uid)}→${accounts.userName(want.uid)}`);
-  if (st.gid !== want.gid) actions.push(`group ${accounts.groupName(st.gid)}→${accounts.groupName(want.gid)}`);
-  return actions;
+/** The drift of mode, owner and group, as changes (mode 0644 to 0640). */
+export function metaDrift(st: Stats, want: Wanted, accounts: Accounts): Change[] {
+  const changes: Change[] = [];
+  if ((st.mode & 0o7777) !== want.mode) changes.push({ kind: 'mode', from: octal(st.mode), to: octal(want.mode) });
+  if (st.uid !== want.uid) changes.push({ kind: 'owner', from: accounts.userName(st.uid), to: accounts.userName(want.uid) });
+  if (st.gid !== want.gid) changes.push({ kind: 'group', from: accounts.groupName(st.gid), to: accounts.groupName(want.gid) });
+  return changes;
 }
 
 /** Is the thing at this path ours: recorded under this id at this target? */

@@ -2,7 +2,8 @@ import { createActor } from 'xstate';
 import { unitWatcherMachine } from '../../machines/unit-watcher.js';
 import type { ServiceResource } from '../declaration/schema.js';
 import type { ResourceRecord } from '../store/state.js';
-import { stepOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+import { checkedOf, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
+import { REMOVE, type Change } from './changes.js';
 import { exists, isRunning, isStarting, type UnitAction, type UnitState } from '../services/manager.js';
 import { queryUnits, serviceApply, SERVICE_SHAPE, type ServiceApply, type ServiceRuntime } from '../services/runtime.js';
 import { lookAt, secondLook } from '../services/verify.js';
@@ -29,8 +30,8 @@ async function reloadIfUnitFilesChanged(ctx: ConvergeContext, runtime: ServiceAp
 
 interface Wanted {
   action?: UnitAction;
-  /** Why the action (a restartOn file changed). */
-  because?: string;
+  /** Why the action: the resources named in restartOn that this apply changed. */
+  because?: string[];
   enable?: boolean;
 }
 
@@ -42,7 +43,7 @@ function decide(resource: ServiceResource, state: UnitState, ctx: ConvergeContex
     if (!up) wanted.action = 'start';
     else if (changed.length > 0) {
       wanted.action = resource.reload ? 'reload' : 'restart';
-      wanted.because = `${changed.join(', ')} changed`;
+      wanted.because = changed;
     }
   } else if (up) wanted.action = 'stop';
   if (resource.enabled !== undefined) {
@@ -53,12 +54,17 @@ function decide(resource: ServiceResource, state: UnitState, ctx: ConvergeContex
   return wanted;
 }
 
-function actionsOf(w: Wanted): string[] {
-  const actions: string[] = [];
-  if (w.action) actions.push(w.because ? `${w.action} (${w.because})` : w.action);
-  if (w.enable !== undefined) actions.push(w.enable ? 'enable' : 'disable');
-  return actions;
+function changesOf(w: Wanted): Change[] {
+  const changes: Change[] = [];
+  if (w.action === 'restart' || w.action === 'reload') changes.push({ kind: w.action, because: w.because ?? [] });
+  else if (w.action) changes.push({ kind: w.action });
+  if (w.enable !== undefined) changes.push({ kind: w.enable ? 'enable' : 'disable' });
+  return changes;
 }
+
+/** A service's step: an update when something changes, none otherwise. */
+const stepFor = (resource: ServiceResource, changes: Change[], more?: Omit<Checked, 'step' | 'verb'>): Checked =>
+  checkedOf(resource, resource.unit, changes.length > 0 ? 'update' : 'none', changes, more);
 
 /**
  * The service handler over the host's way to its service manager: the manager is chosen when an apply
@@ -105,11 +111,10 @@ async function converge(resource: ServiceResource, ctx: ConvergeContext, apply: 
       // The plan cannot know whether this apply installs the unit: it says so; the apply decides.
       const w: Wanted = resource.state === 'running' ? { action: 'start' } : {};
       if (resource.enabled) w.enable = true;
-      const actions = actionsOf(w);
-      return { step: stepOf(resource, unit, actions.length ? actions : ['check']), verb: 'update', detail: `${unit} is not loaded yet (LoadState=not-found)` };
+      const changes = changesOf(w);
+      return stepFor(resource, changes.length ? changes : [{ kind: 'check' }], { detail: `${unit} is not loaded yet (LoadState=not-found)` });
     }
-    const actions = actionsOf(decide(resource, state, ctx));
-    return actions.length ? { step: stepOf(resource, unit, actions), verb: 'update' } : { step: stepOf(resource, unit, []), verb: 'none' };
+    return stepFor(resource, changesOf(decide(resource, state, ctx)));
   }
 
   await reloadIfUnitFilesChanged(ctx, runtime);
@@ -118,7 +123,6 @@ async function converge(resource: ServiceResource, ctx: ConvergeContext, apply: 
     throw new Error(`${unit} does not exist (LoadState=${state.loadState}): it cannot be ${resource.state === 'running' ? 'started' : 'stopped'}; a unit that does not exist is not a stopped one`);
   }
   const w = decide(resource, state, ctx);
-  const actions = actionsOf(w);
   if (w.action === 'stop') await runtime.manager.act(unit, 'stop');
   if (w.enable !== undefined) await runtime.manager.setEnabled(unit, w.enable);
   if (w.action && w.action !== 'stop') {
@@ -135,7 +139,7 @@ async function converge(resource: ServiceResource, ctx: ConvergeContext, apply: 
     runtime.watched.push({ resource: resource.id, unit, actedAt, watcher });
   }
   record();
-  return actions.length ? { step: stepOf(resource, unit, actions), verb: 'update' } : { step: stepOf(resource, unit, []), verb: 'none' };
+  return stepFor(resource, changesOf(w));
 }
 
 async function remove(record: ResourceRecord, ctx: ConvergeContext, apply: boolean, runtime: ServiceApply): Promise<Checked> {
@@ -143,17 +147,17 @@ async function remove(record: ResourceRecord, ctx: ConvergeContext, apply: boole
   if (!exists(state)) {
     // Uninstalled since: removing what is already gone succeeds.
     if (apply) ctx.store.forget(record.id);
-    return { step: stepOf(record, record.target, ['remove']), verb: 'remove', detail: `${record.target} is no longer installed; nothing to stop` };
+    return checkedOf(record, record.target, 'remove', [REMOVE], { detail: `${record.target} is no longer installed; nothing to stop` });
   }
-  const actions = ['remove'];
+  const changes: Change[] = [REMOVE];
   const up = isRunning(state) || isStarting(state);
   const enabled = state.unitFileState === 'enabled';
-  if (up) actions.push('stop');
-  if (enabled) actions.push('disable');
+  if (up) changes.push({ kind: 'stop' });
+  if (enabled) changes.push({ kind: 'disable' });
   if (apply) {
     if (up) await runtime.manager.act(record.target, 'stop');
     if (enabled) await runtime.manager.setEnabled(record.target, false);
     ctx.store.forget(record.id);
   }
-  return { step: stepOf(record, record.target, actions), verb: 'remove' };
+  return checkedOf(record, record.target, 'remove', changes);
 }

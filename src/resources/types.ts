@@ -6,13 +6,18 @@ import type { Logger } from '../system/log.js';
 import type { Accounts } from './accounts.js';
 import type { RootedFs } from './rooted-fs.js';
 import type { Amendment, WriteBatch } from './write-batch.js';
+import { NO_CHANGES, type Change } from './changes.js';
 
-/** One step of a plan: no actions means nothing to do. */
+/** What a check decided for one resource: the word a step's line leads with. */
+export type Verb = 'create' | 'update' | 'take' | 'hold' | 'remove' | 'leave' | 'none';
+
+/** One step of a plan, as data: what it does (`verb`) and each thing it changes; no changes means nothing to do. */
 export interface Step {
   resource: string;
   type: ResourceType;
   target: string;
-  actions: string[];
+  verb: Verb;
+  changes: readonly Change[];
 }
 
 export type StepStatus = 'done' | 'unchanged' | 'failed' | 'skipped' | 'held';
@@ -21,9 +26,6 @@ export interface StepResult extends Step {
   status: StepStatus;
   detail?: string;
 }
-
-/** What a check decided for one resource; the verb leads the readable line. */
-export type Verb = 'create' | 'update' | 'take' | 'hold' | 'remove' | 'leave' | 'none';
 
 export interface Checked {
   /** Absent for a resource found exactly as declared (UNCHANGED): its step is made from the resource when asked for. */
@@ -62,8 +64,6 @@ export interface Look {
  */
 export const UNCHANGED: Checked = Object.freeze({ verb: 'none' as const });
 
-/** The actions of every unchanged step: one shared, frozen, empty list. */
-export const NO_ACTIONS: string[] = Object.freeze([]) as unknown as string[];
 
 /**
  * What this apply changed so far, for the resources that act on others' changes (a service's
@@ -195,6 +195,11 @@ export function lazyHandler<R extends Resource>(shape: HandlerShape<R>, load: ()
 
 export type { Amendment };
 
-export function stepOf(resource: Resource | ResourceRecord, target: string, actions: string[]): Step {
-  return { resource: resource.id, type: resource.type, target, actions: actions.length === 0 ? NO_ACTIONS : actions };
+export function stepOf(resource: Resource | ResourceRecord, target: string, verb: Verb, changes: readonly Change[]): Step {
+  return { resource: resource.id, type: resource.type, target, verb, changes: changes.length === 0 ? NO_CHANGES : changes };
+}
+
+/** A check's answer with its step: the verb said once, for both. */
+export function checkedOf(resource: Resource | ResourceRecord, target: string, verb: Verb, changes: readonly Change[], more: Omit<Checked, 'step' | 'verb'> = {}): Checked {
+  return { step: stepOf(resource, target, verb, changes), verb, ...more };
 }

@@ -7,6 +7,7 @@ import { posix } from 'node:path';
 import { promisify } from 'node:util';
 import { MissingDirectory, PathRefused, type RootedFs } from './rooted-fs.js';
 import { writeHardLink, writeSymlink, type HardLinkOp, type SymlinkOp } from './write-links.js';
+import type { Change } from './changes.js';
 
 const writeAsync = promisify(write);
 const fchownAsync = promisify(fchown);
@@ -72,7 +73,7 @@ export interface Durable {
 /** What a resource may say once its change is durable: a directory that was left, say. */
 export interface Amendment {
   verb?: 'leave';
-  actions?: string[];
+  changes?: Change[];
   detail?: string;
 }
 
@@ -97,8 +98,8 @@ interface Owner {
   made: Op[];
 }
 
-/** A resource's changes within one batch. */
-export interface Change {
+/** A resource's writes within one batch. */
+export interface StagedChange {
   /**
    * Replaces (or creates, `creates: true` when nothing stands at the path) a regular file, atomically.
    * `original`: the file is being taken over; what it was, for the intent.
@@ -183,7 +184,7 @@ export class WriteBatch {
     private readonly bounds: BatchBounds = DEFAULT_BOUNDS,
   ) {}
 
-  change(resource: string): Change {
+  change(resource: string): StagedChange {
     let owner = this.owners.get(resource);
     if (!owner) {
       owner = { id: resource, ops: [], durable: [], stats: new Map(), left: [], copied: [], made: [] };

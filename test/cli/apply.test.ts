@@ -41,8 +41,8 @@ describe('mesh-host apply', () => {
     const dry = await runCli('mesh-host', ['apply', s.decl, '--dry-run', '--json', ...s.flags]);
     expect(dry.code).toBe(0);
     expect(JSON.parse(dry.stdout)).toEqual({ plan: { steps: [
-      { resource: 'app', type: 'directory', target: '/srv/app', actions: ['create'] },
-      { resource: 'conf', type: 'file', target: '/srv/app/app.conf', actions: ['create'] },
+      { resource: 'app', type: 'directory', target: '/srv/app', verb: 'create', changes: [{ kind: 'create' }], actions: ['create'] },
+      { resource: 'conf', type: 'file', target: '/srv/app/app.conf', verb: 'create', changes: [{ kind: 'create' }], actions: ['create'] },
     ] } });
     expect(existsSync(join(s.root, 'srv/app'))).toBe(false);
 

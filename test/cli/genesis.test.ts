@@ -67,7 +67,7 @@ describe('genesis', () => {
     const b = await e.bundle(e.decl());
     const r = await runCli('mesh-host', ['genesis', b, '--mode', 'converged', '--dry-run', '--json', ...e.flags]);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ plan: { steps: [{ resource: 'app', type: 'directory', target: '/srv/app', actions: ['create'] }] } });
+    expect(JSON.parse(r.stdout)).toEqual({ plan: { steps: [{ resource: 'app', type: 'directory', target: '/srv/app', verb: 'create', changes: [{ kind: 'create' }], actions: ['create'] }] } });
     expect(existsSync(e.config)).toBe(false);
     expect(existsSync(join(e.root, 'srv/app'))).toBe(false);
   });

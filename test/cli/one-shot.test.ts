@@ -72,6 +72,9 @@ describe('the one-shot commands: --diff, sensitive files, --detailed-exitcodes, 
     expect(readFileSync(join(s.root, 'etc/secret.conf'), 'utf8')).toBe(`${SECRET} 2\n`);
     const reports = readdirSync(join(s.state, 'outbox')).map((f) => readFileSync(join(s.state, 'outbox', f), 'utf8'));
     expect(reports).toHaveLength(2);
+    // The change itself says only that the content changes: no line counts, no sizes.
+    const secret = JSON.parse(reports[1]!).steps.find((step: { resource: string }) => step.resource === 'secret');
+    expect(secret.changes).toEqual([{ kind: 'content', sensitive: true }]);
     for (const text of [...outputs, ...reports]) {
       expect(text).not.toContain('hunter2');
       expect(text).not.toContain('old-secret');

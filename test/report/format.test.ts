@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { formatPlan } from '../../src/report/report.js';
-import type { Step } from '../../src/resources/types.js';
+import type { Change } from '../../src/resources/changes.js';
+import { readable } from '../../src/report/words.js';
 
-const file = (n: number, actions: string[] = []): Step => ({ resource: `f${n}`, type: 'file', target: `/srv/f${n}.conf`, actions });
+const file = (n: number, verb: 'none' | 'create' | 'update' = 'none', changes: Change[] = []) => readable({ resource: `f${n}`, type: 'file', target: `/srv/f${n}.conf`, verb, changes });
 
 describe('the readable plan', () => {
   it('lists the steps to take under a count against the whole plan, and leaves out what is already as declared', () => {
-    const steps = [file(1), file(2, ['create']), file(3), file(4, ['content (+1 −1 lines)', 'mode 0644→0640'])];
+    const steps = [file(1), file(2, 'create', [{ kind: 'create' }]), file(3), file(4, 'update', [{ kind: 'content', lines: { added: 1, removed: 1 } }, { kind: 'mode', from: '0644', to: '0640' }])];
     expect(formatPlan({ steps }).split('\n')).toEqual([
       'plan: 2 of 4 steps to take',
       '  create /srv/f2.conf',

@@ -6,11 +6,13 @@ import type { Report } from '../../src/report/report.js';
 import type { StepResult } from '../../src/resources/types.js';
 import { fitReport, foldReports, sentReport, type SentReport } from '../../src/report/sent.js';
 import { Outbox } from '../../src/report/outbox.js';
+import { readable } from '../../src/report/words.js';
 import { scratch } from '../support/tree.js';
 
-const step = (i: number, status: StepResult['status'], type: StepResult['type'] = 'file'): StepResult => ({ resource: `r${i}`, type, target: `/srv/app/f${i}.conf`, actions: status === 'done' ? ['create'] : [], status, ...(status === 'failed' ? { detail: 'EIO' } : {}) });
+const step = (i: number, status: StepResult['status'], type: StepResult['type'] = 'file'): Report['steps'][number] =>
+  readable({ resource: `r${i}`, type, target: `/srv/app/f${i}.conf`, verb: status === 'done' ? 'create' : 'none', changes: status === 'done' ? [{ kind: 'create' }] : [], status, ...(status === 'failed' ? { detail: 'EIO' } : {}) });
 
-function report(sequence: number, steps: StepResult[], over: Partial<Report> = {}): Report {
+function report(sequence: number, steps: Report['steps'], over: Partial<Report> = {}): Report {
   return {
     node: 'web-1', sequence, trigger: 'delivery', declaration: { epoch: 1, sequence, digest: `sha256:${sequence}` }, mode: 'converged', outcome: 'converged',
     steps, said: [], facts: { held: [], links: [], filters: [], foundFirewall: null }, startedAt: '2026-01-01T00:00:00.000Z', finishedAt: '2026-01-01T00:00:01.000Z', ...over,

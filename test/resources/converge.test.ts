@@ -44,6 +44,14 @@ describe('converging directories and files', () => {
     const step = reportOf(result).steps[0]!;
     expect(step.status).toBe('done');
     expect(step.actions).toEqual(['content (+2 −1 lines)', 'mode 0644→0640', expect.stringMatching(/^owner .+→root$/), expect.stringMatching(/^group .+→root$/)]);
+    // The same, as data: what the words were made from, comparable across machines.
+    expect(step.verb).toBe('update');
+    expect(step.changes).toEqual([
+      { kind: 'content', lines: { added: 2, removed: 1 } },
+      { kind: 'mode', from: '0644', to: '0640' },
+      { kind: 'owner', from: expect.any(String), to: 'root' },
+      { kind: 'group', from: expect.any(String), to: 'root' },
+    ]);
     const st = lstatSync(at('/etc/x.conf'));
     expect([st.mode & 0o7777, st.uid, st.gid]).toEqual([0o640, 0, 0]);
     expect(readFileSync(at('/etc/x.conf'), 'utf8')).toBe('one\ntwo\nthree\n');
@@ -142,7 +150,7 @@ describe('converging directories and files', () => {
     const failing: ResourceHandler<FileResource> = {
       ...fileHandler,
       converge: async (resource, ctx, apply) =>
-        apply && resource.id === 'broken' ? { step: stepOf(resource, resource.path, []), verb: 'none', problem: 'planted meanwhile' } : fileHandler.converge(resource, ctx, apply),
+        apply && resource.id === 'broken' ? { step: stepOf(resource, resource.path, 'none', []), verb: 'none', problem: 'planted meanwhile' } : fileHandler.converge(resource, ctx, apply),
     };
     host = testHost({ handlers: { ...BASE_HANDLERS, file: failing } });
     const d = declaration([file('ok', '/etc/ok', '1'), file('broken', '/etc/broken', '2'), file('later', '/etc/later', '3')]);
@@ -225,8 +233,8 @@ describe('converging directories and files', () => {
     const before = hashTree(host.root);
     const result = await host.apply(declaration([dir('a', '/srv/a'), file('f', '/srv/a/f', 'x')]), { dryRun: true });
     expect(result).toEqual({ kind: 'planned', plan: { steps: [
-      { resource: 'a', type: 'directory', target: '/srv/a', actions: ['create'] },
-      { resource: 'f', type: 'file', target: '/srv/a/f', actions: ['create'] },
+      { resource: 'a', type: 'directory', target: '/srv/a', verb: 'create', changes: [{ kind: 'create' }], actions: ['create'] },
+      { resource: 'f', type: 'file', target: '/srv/a/f', verb: 'create', changes: [{ kind: 'create' }], actions: ['create'] },
     ] } });
     expect(hashTree(host.root)).toEqual(before);
     expect(existsSync(join(host.stateDir, 'state.json'))).toBe(false);

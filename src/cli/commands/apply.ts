@@ -40,7 +40,7 @@ export function finish(ctx: CommandContext, result: ApplyResult): number {
   switch (result.kind) {
     case 'planned':
       if (ctx.json) ctx.print(JSON.stringify({ plan: result.plan }, null, 2));
-      return detailed ? detailedExitCode({ changed: result.plan.steps.some((s) => s.actions.length > 0), failed: false }) : EXIT.ok;
+      return detailed ? detailedExitCode({ changed: result.plan.steps.some((s) => s.changes.length > 0), failed: false }) : EXIT.ok;
     case 'applied':
     case 'silent':
       ctx.print(ctx.json ? JSON.stringify({ plan: result.plan, report: result.report }, null, 2) : formatReport(result.report));

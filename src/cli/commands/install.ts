@@ -99,7 +99,7 @@ export async function installCommand(ctx: CommandContext): Promise<number> {
   const started = ctx.flags['no-start'] !== true && target.manager !== undefined && target.root === '/';
   if (started) {
     const changed = files.filter((s) => s.needed);
-    const service = await serviceSteps(target.manager!, { reload: changed.some((s) => s.action.startsWith('write the')), restart: changed.length > 0 });
+    const service = await serviceSteps(target.manager!, { reload: changed.some((s) => s.definition === true), restart: changed.length > 0 });
     steps.push(...said(service, dryRun));
     await runSteps(service, dryRun);
   } else if (target.manager && ctx.flags['no-start'] !== true) {
