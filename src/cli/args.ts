@@ -7,11 +7,13 @@ export interface OptionSpec {
   help: string;
   /** Shown in usage for string options, e.g. DIR. */
   value?: string;
+  /** A string option that may be given more than once (`--label a=1 --label b=2`): its value is then a list. */
+  multiple?: boolean;
 }
 
 export interface CommandSpec {
   summary: string;
-  /** Positional arguments, in order; a trailing '?' marks an optional one. */
+  /** Positional arguments, in order; a trailing '?' marks an optional one, a trailing '…' a last one that takes the rest. */
   args: string[];
   /** Option names (beyond the program's globals) this command accepts. */
   options: string[];
@@ -29,7 +31,7 @@ export interface ProgramSpec {
   commands: Record<string, CommandSpec>;
 }
 
-export type Flags = Record<string, string | boolean | undefined>;
+export type Flags = Record<string, string | boolean | string[] | undefined>;
 
 export type Parsed =
   | { kind: 'help'; command?: string }
@@ -41,16 +43,19 @@ export type Parsed =
  * its arguments or after them. Anything not in the vocabulary is refused rather than dropped.
  */
 export function parseCommandLine(spec: ProgramSpec, argv: readonly string[]): Parsed {
-  const options: Record<string, { type: 'boolean' | 'string' }> = {
+  const options: Record<string, { type: 'boolean' | 'string'; multiple?: boolean }> = {
     help: { type: 'boolean' },
     version: { type: 'boolean' },
   };
-  for (const [name, option] of Object.entries(spec.options)) options[name] = { type: option.type };
+  for (const [name, option] of Object.entries(spec.options)) options[name] = { type: option.type, ...(option.multiple ? { multiple: true } : {}) };
 
-  let values: Record<string, string | boolean | undefined>;
+  let values: Flags;
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true }));
+    const parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true });
+    // Only string options are ever multiple: a list is a list of strings.
+    values = parsed.values as Flags;
+    positionals = parsed.positionals;
   } catch (err) {
     throw usageError(describeParseError(err));
   }
@@ -73,7 +78,7 @@ export function parseCommandLine(spec: ProgramSpec, argv: readonly string[]): Pa
   if (args.length < required.length) {
     throw usageError(`'${command}' needs ${required.slice(args.length).join(', ')}`);
   }
-  if (args.length > commandSpec.args.length) {
+  if (args.length > commandSpec.args.length && !commandSpec.args.at(-1)?.endsWith('…')) {
     throw usageError(`unexpected argument '${args[commandSpec.args.length]}' for '${command}'`);
   }
   return { kind: 'command', command, args, flags: values };

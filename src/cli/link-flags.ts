@@ -22,3 +22,10 @@ export function serversFromFlag(flags: Flags, fallback?: string): string[] {
 export async function connectControl(ctx: CommandContext): Promise<NatsConnection> {
   return connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl', persistent: false, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
 }
+
+/** A flag given once or more, each value perhaps comma-separated (`--host a --host b`, `--nodes a,b`): every value, in order. */
+export function listFlag(flags: Flags, name: string): string[] {
+  const value = flags[name];
+  const given = Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
+  return given.flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+}

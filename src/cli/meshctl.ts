@@ -1,7 +1,8 @@
-import { runProgram, type CommandTable } from './main.js';
+import { runProgram, type Command, type CommandTable } from './main.js';
 import { meshctlProgram } from './programs.js';
 
 const commands: CommandTable = {
+  init: async () => (await import('./commands/init.js')).initCommand,
   keygen: async () => (await import('./commands/keys.js')).keygenCommand,
   sign: async () => (await import('./commands/keys.js')).signCommand,
   bundle: async () => (await import('./commands/bundle.js')).bundleCommand,
@@ -13,6 +14,12 @@ const commands: CommandTable = {
   'node-creds': async () => (await import('./commands/node-creds.js')).nodeCredsCommand,
 };
 
+/** Every command reads the mesh directory's defaults (`--mesh DIR`, MESH_DIR) for the flags it was not given. */
+const withMesh = (name: string, load: () => Promise<Command>) => async (): Promise<Command> => {
+  const [command, { withMeshDefaults }] = await Promise.all([load(), import('./mesh-defaults.js')]);
+  return (ctx) => command(withMeshDefaults(ctx, meshctlProgram, name));
+};
+
 export function main(argv: readonly string[]): Promise<number> {
-  return runProgram(meshctlProgram, commands, argv);
+  return runProgram(meshctlProgram, Object.fromEntries(Object.entries(commands).map(([name, load]) => [name, withMesh(name, load)])), argv);
 }

@@ -35,6 +35,11 @@ const options: Record<string, OptionSpec> = {
   account: { type: 'string', value: 'A…', help: 'the account the signing key belongs to (when it is not the account\'s own key)' },
   'no-start': { type: 'boolean', help: 'install, but neither enable nor start the service' },
   purge: { type: 'boolean', help: 'remove the state and the configuration too' },
+  mesh: { type: 'string', value: 'DIR', help: 'the mesh directory made by meshctl init: its servers, credentials and keys are the defaults (or MESH_DIR)' },
+  servers: { type: 'string', value: 'N', help: 'how many nats-servers: one, or a cluster of N with routes (default 1)' },
+  host: { type: 'string', value: 'HOST', multiple: true, help: 'where the servers listen: one host for all, or one a server (default 127.0.0.1)' },
+  port: { type: 'string', value: 'PORT', multiple: true, help: 'client port: the first server\'s (counted up on one host) or one a server (default 4222)' },
+  'cluster-port': { type: 'string', value: 'PORT', multiple: true, help: 'route port, as --port (default 6222)' },
 };
 const oneShot = ['dry-run', 'diff', 'detailed-exitcodes'];
 
@@ -65,8 +70,9 @@ export const meshctlProgram: ProgramSpec = {
   name: 'meshctl',
   summary: 'The control side of the mesh: keys, signing, genesis bundles, sending declarations, reading reports.',
   options,
-  globals,
+  globals: [...globals, 'mesh'],
   commands: {
+    init: { summary: 'a new mesh in DIR: operator, accounts, credentials, keys and nats-server configuration (operator mode)', args: ['DIR'], options: ['servers', 'host', 'port', 'cluster-port'] },
     keygen: { summary: 'make an operator key pair in DIR', args: [], options: ['out'] },
     sign: { summary: 'sign a declaration; prints the envelope', args: ['FILE'], options: ['key'] },
     bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'embed-creds', 'node-key', 'out'] },

@@ -60,7 +60,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`per-node credenti
     controlFlags = ['--server', server.url, '--creds', auth.creds];
     control = await connect({ servers: server.url, authenticator: credsAuthenticator(readFileSync(auth.creds)) });
     for (const node of ['alpha', 'beta']) {
-      const issued = await runCli('meshctl', ['node-creds', node, '--account-key', auth.accountKey, '--out', creds(node), '--json']);
+      const issued = await runCli('meshctl', ['node-creds', node, '--account-key', auth.accountKey, '--account', auth.account, '--out', creds(node), '--json']);
       expect(issued.code, issued.stderr).toBe(0);
       expect(statSync(creds(node)).mode & 0o777).toBe(0o600);
     }

@@ -1,45 +1,25 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createAccount, createOperator, createUser } from '@nats-io/nkeys';
-import { encodeAccount, encodeOperator, encodeUser, fmtCreds } from '@nats-io/jwt';
+import { makeMeshAccounts } from '../../src/setup/accounts.js';
+import { operatorModeLines } from '../../src/setup/server-conf.js';
 
 /**
- * A nats-server in operator mode, as a fleet runs it: an operator, an account with JetStream, a
- * system account, and a user without limits whose credentials file (JWT and seed) is given to the host
- * or to the control side; the account's seed (`accountKey`) issues narrower ones.
+ * A nats-server in operator mode, as `meshctl init` sets one up (the product's own accounts and
+ * operator-mode lines): the configuration's operator part (the test's server adds its port and
+ * JetStream on the command line), meshctl's credentials without restrictions, and the account's
+ * signing key that issues narrower ones, with the account it signs for.
  */
-export async function operatorMode(dir: string): Promise<{ conf: string; creds: string; accountKey: string }> {
-  const operator = createOperator();
-  const account = createAccount();
-  const system = createAccount();
-  const user = createUser();
-  const unlimited = { conn: -1, subs: -1, data: -1, payload: -1, imports: -1, exports: -1, leaf: -1, wildcards: true, mem_storage: -1, disk_storage: -1, streams: -1, consumer: -1 };
-  const operatorJwt = await encodeOperator('mesh', operator, { system_account: system.getPublicKey() });
-  const accountJwt = await encodeAccount('fleet', account, { limits: unlimited }, { signer: operator });
-  const systemJwt = await encodeAccount('SYS', system, {}, { signer: operator });
-  const userJwt = await encodeUser('host', user, account);
+export async function operatorMode(dir: string): Promise<{ conf: string; creds: string; accountKey: string; account: string }> {
+  const accounts = await makeMeshAccounts();
   const creds = join(dir, 'host.creds');
-  writeFileSync(creds, fmtCreds(userJwt, user), { mode: 0o600 });
-  const accountKey = join(dir, 'account.nk');
-  writeFileSync(accountKey, `${new TextDecoder().decode(account.getSeed())}\n`, { mode: 0o600 });
+  writeFileSync(creds, accounts.controlCreds, { mode: 0o600 });
+  const accountKey = join(dir, 'account-signing.nk');
+  writeFileSync(accountKey, `${accounts.accountSigning.seed}\n`, { mode: 0o600 });
   const conf = join(dir, 'operator.conf');
-  writeFileSync(
-    conf,
-    [
-      `operator: ${operatorJwt}`,
-      `system_account: ${system.getPublicKey()}`,
-      'resolver: MEMORY',
-      'resolver_preload: {',
-      `  ${account.getPublicKey()}: ${accountJwt}`,
-      `  ${system.getPublicKey()}: ${systemJwt}`,
-      '}',
-      '',
-    ].join('\n'),
-  );
-  return { conf, creds, accountKey };
+  writeFileSync(conf, [...operatorModeLines(accounts), ''].join('\n'));
+  return { conf, creds, accountKey, account: accounts.account.publicKey };
 }
-
 export interface TlsFiles {
   conf: string;
   ca: string;

@@ -30,10 +30,19 @@ export class NatsServer {
   readonly dir = mkdtempSync(join(tmpdir(), 'mesh-host-nats-'));
   log = '';
 
-  private constructor(readonly port: number, private readonly extra: string[]) {}
+  private constructor(readonly port: number, private readonly extra: string[], private readonly whole = false) {}
 
-  static async start(options: { name?: string; port?: number; cluster?: { port: number; routes: number[] }; configFile?: string } = {}): Promise<NatsServer> {
+  /**
+   * `configFile` adds a configuration to the test's own listening and JetStream flags; `wholeConfig`
+   * runs the server on that configuration alone (one made by `meshctl init`: its port must be `port`).
+   */
+  static async start(options: { name?: string; port?: number; cluster?: { port: number; routes: number[] }; configFile?: string; wholeConfig?: string } = {}): Promise<NatsServer> {
     const port = options.port ?? (await freePort());
+    if (options.wholeConfig) {
+      const server = new NatsServer(port, ['-c', options.wholeConfig], true);
+      await server.run();
+      return server;
+    }
     const extra = options.configFile ? ['-c', options.configFile] : options.cluster
       ? ['--name', options.name ?? `n${port}`, '--cluster_name', 'mesh', '--cluster', `nats://127.0.0.1:${options.cluster.port}`, '--routes', options.cluster.routes.map((p) => `nats://127.0.0.1:${p}`).join(',')]
       : [];
@@ -51,7 +60,8 @@ export class NatsServer {
   }
 
   async run(): Promise<void> {
-    const proc = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.dir, ...this.extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const args = this.whole ? this.extra : ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.dir, ...this.extra];
+    const proc = spawn('nats-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc = proc;
     live.add(proc);
     await new Promise<void>((resolve, reject) => {

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { hostPermissions } from '../../link/permissions.js';
 import { NODE_ID_PATTERN } from '../../declaration/ids.js';
 import { EXIT, refused, usageError } from '../../system/errors.js';
-import { lazy } from '../../system/interop.js';
+import { accountKeyPair, issueCreds, userOfCreds, type KeyPair } from '../../setup/accounts.js';
 import { stringFlag, type CommandContext } from '../context.js';
 
 /**
@@ -16,14 +16,11 @@ export async function nodeCredsCommand(ctx: CommandContext): Promise<number> {
   const keyFile = stringFlag(ctx.flags, 'account-key');
   if (!keyFile) throw usageError("'node-creds' needs --account-key FILE (the account's seed SA…, or one of its signing keys)");
   const account = stringFlag(ctx.flags, 'account');
-  const [nkeys, jwt] = await Promise.all([lazy(import('@nats-io/nkeys')), lazy(import('@nats-io/jwt'))]);
-  const signer = readAccountSeed(keyFile, nkeys);
   if (account !== undefined && !/^A[A-Z2-7]{55}$/.test(account)) throw usageError(`--account ${account} is not an account public key (A…)`);
-  const user = nkeys.createUser();
-  const issuedBy = account !== undefined && account !== signer.getPublicKey();
-  // A signing key issues on behalf of the account it belongs to: the JWT then names that account.
-  const token = await jwt.encodeUser(`mesh-host ${node}`, user, issuedBy ? account : signer, hostPermissions(node), issuedBy ? { signer } : {});
-  const creds = Buffer.from(jwt.fmtCreds(token, user));
+  const signer = await readAccountSeed(keyFile);
+  const forAccount = account ?? signer.getPublicKey();
+  const text = await issueCreds({ name: `mesh-host ${node}`, signer, account: forAccount, permissions: hostPermissions(node) });
+  const creds = Buffer.from(text);
   const out = stringFlag(ctx.flags, 'out');
   if (out) {
     try {
@@ -31,25 +28,20 @@ export async function nodeCredsCommand(ctx: CommandContext): Promise<number> {
     } catch (err) {
       throw refused(`${out}: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'exists; credentials are never overwritten' : (err as Error).message}`);
     }
-    const summary = { node, user: user.getPublicKey(), account: issuedBy ? account : signer.getPublicKey(), creds: out };
+    const summary = { node, user: userOfCreds(text), account: forAccount, creds: out };
     ctx.print(ctx.json ? JSON.stringify(summary) : `credentials for ${node} (user ${summary.user}) written to ${out} (keep it secret; give it to that host only)`);
   } else ctx.print(creds.toString('utf8'));
   return EXIT.ok;
 }
 
-type Nkeys = typeof import('@nats-io/nkeys');
-
-function readAccountSeed(path: string, nkeys: Nkeys): ReturnType<Nkeys['fromSeed']> {
+async function readAccountSeed(path: string): Promise<KeyPair> {
   let text: string;
   try {
     text = readFileSync(path, 'utf8').trim();
   } catch (err) {
     throw refused(`${path}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
-  if (!text.startsWith('SA')) throw refused(`${path} is not an account seed (SA…)`);
-  try {
-    return nkeys.fromSeed(new TextEncoder().encode(text));
-  } catch (err) {
-    throw refused(`${path} is not an account seed: ${(err as Error).message}`);
-  }
+  const pair = await accountKeyPair(text);
+  if (typeof pair === 'string') throw refused(`${path} is ${pair}`);
+  return pair;
 }

@@ -1,0 +1,58 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { refused } from '../system/errors.js';
+
+/** The file in a mesh directory that says where everything is: meshctl's defaults. */
+export const MESH_FILE = 'mesh.json';
+
+/** What a mesh directory gives meshctl when a flag is not on the line. */
+export interface MeshDefaults {
+  /** The servers' client URLs. */
+  servers: string[];
+  /** meshctl's own credentials file. */
+  creds: string;
+  /** The operator's seed that signs declarations. */
+  key: string;
+  /** The account signing key that issues hosts' credentials, and the account it signs for. */
+  accountKey: string;
+  account: string;
+}
+
+/** The mesh directory's file as written: paths relative to the directory, so it can be moved whole. */
+export type MeshFile = { version: 1 } & MeshDefaults;
+
+/** Reads a mesh directory's defaults, its paths made absolute. */
+export function readMeshDir(dir: string): MeshDefaults {
+  const path = join(dir, MESH_FILE);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw refused(`${path}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): is ${dir} a mesh directory made by meshctl init?`);
+  }
+  let file: Partial<MeshFile>;
+  try {
+    file = JSON.parse(text) as Partial<MeshFile>;
+  } catch (err) {
+    throw refused(`${path}: not JSON: ${(err as Error).message}`);
+  }
+  const problems = (['creds', 'key', 'accountKey', 'account'] as const).filter((k) => typeof file[k] !== 'string').map((k) => `$.${k}: a string is needed`);
+  if (!Array.isArray(file.servers) || !file.servers.every((s) => typeof s === 'string')) problems.push('$.servers: a list of URLs is needed');
+  if (problems.length > 0) throw refused(`${path} is not a mesh directory's file`, problems);
+  const at = (p: string) => (isAbsolute(p) ? p : resolve(dir, p));
+  return { servers: file.servers!, creds: at(file.creds!), key: at(file.key!), accountKey: at(file.accountKey!), account: file.account! };
+}
+
+/**
+ * Writes the files of a new mesh directory: refused whole, before anything is written, when the
+ * directory holds anything already; secrets 0600, the rest 0644, the directories 0700.
+ */
+export function writeMeshDir(dir: string, files: Array<{ path: string; content: string; secret?: boolean }>): void {
+  if (existsSync(dir) && readdirSync(dir).length > 0) throw refused(`${dir} is not empty; a mesh directory is never written over (its keys would be lost): choose a new one`);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  for (const file of files) {
+    const path = join(dir, file.path);
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    writeFileSync(path, file.content, { mode: file.secret ? 0o600 : 0o644, flag: 'wx' });
+  }
+}

@@ -1,0 +1,94 @@
+import type { MeshAccounts } from './accounts.js';
+
+/** One nats-server of the mesh: where clients reach it and, in a cluster, where the others route to it. */
+export interface ServerPlace {
+  name: string;
+  host: string;
+  port: number;
+  clusterPort?: number;
+  /** Where its JetStream keeps the mesh's streams. */
+  storeDir: string;
+}
+
+export const DEFAULT_CLIENT_PORT = 4222;
+export const DEFAULT_CLUSTER_PORT = 6222;
+export const CLUSTER_NAME = 'mesh';
+
+/** A string in the server's configuration syntax. */
+const quoted = (s: string) => JSON.stringify(s);
+/** A host in a URL: an IPv6 address in brackets. */
+const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host);
+
+export const clientUrl = (place: ServerPlace) => `nats://${urlHost(place.host)}:${place.port}`;
+
+/**
+ * The lines that put a server in operator mode over the mesh's accounts: it trusts the operator, and
+ * knows the mesh's account and the system account from the configuration itself (a resolver of memory,
+ * preloaded), so nothing is fetched from anywhere and no account can be added without editing it.
+ */
+export function operatorModeLines(accounts: Pick<MeshAccounts, 'operator' | 'account' | 'system'>): string[] {
+  return [
+    `operator: ${accounts.operator.jwt}`,
+    `system_account: ${accounts.system.publicKey}`,
+    'resolver: MEMORY',
+    'resolver_preload: {',
+    `  ${accounts.account.publicKey}: ${accounts.account.jwt}`,
+    `  ${accounts.system.publicKey}: ${accounts.system.jwt}`,
+    '}',
+  ];
+}
+
+/**
+ * The configuration of one server of the mesh: its name, where it listens, JetStream on, operator mode,
+ * and in a cluster of more than one its routes to every other member.
+ */
+export function serverConfig(place: ServerPlace, all: ServerPlace[], accounts: Pick<MeshAccounts, 'operator' | 'account' | 'system'>): string {
+  const others = all.filter((p) => p !== place);
+  const cluster = others.length === 0
+    ? []
+    : [
+        'cluster {',
+        `  name: ${CLUSTER_NAME}`,
+        `  listen: ${quoted(`${urlHost(place.host)}:${place.clusterPort ?? DEFAULT_CLUSTER_PORT}`)}`,
+        '  routes: [',
+        ...others.map((o) => `    ${quoted(`nats://${urlHost(o.host)}:${o.clusterPort ?? DEFAULT_CLUSTER_PORT}`)}`),
+        '  ]',
+        '}',
+      ];
+  return [
+    `# nats-server for the mesh, made by meshctl init: ${place.name} of ${all.length}`,
+    `server_name: ${quoted(place.name)}`,
+    `listen: ${quoted(`${urlHost(place.host)}:${place.port}`)}`,
+    'jetstream {',
+    `  store_dir: ${quoted(place.storeDir)}`,
+    '}',
+    ...cluster,
+    ...operatorModeLines(accounts),
+    '',
+  ].join('\n');
+}
+
+/**
+ * Where each of `count` servers listens. One host for all (loopback by default): ports counted up from
+ * the first, so they do not collide. As many hosts as servers: one server a host, each on the same
+ * ports. Ports may also be given one a server.
+ */
+export function placeServers(options: { count: number; hosts: string[]; ports: number[]; clusterPorts: number[]; storeDir: (name: string) => string }): ServerPlace[] | string {
+  const { count, hosts } = options;
+  if (hosts.length !== 1 && hosts.length !== count) return `${hosts.length} hosts for ${count} servers: give one host (every server on it) or one a server`;
+  const portsOf = (given: number[], fallback: number, what: string): number[] | string => {
+    const list = given.length === 0 ? [fallback] : given;
+    if (list.length === count) return list;
+    if (list.length !== 1) return `${list.length} ${what} for ${count} servers: give one (counted up on one host) or one a server`;
+    return Array.from({ length: count }, (_, i) => list[0]! + (hosts.length === 1 ? i : 0));
+  };
+  const ports = portsOf(options.ports, DEFAULT_CLIENT_PORT, 'ports');
+  const clusterPorts = portsOf(options.clusterPorts, DEFAULT_CLUSTER_PORT, 'cluster ports');
+  if (typeof ports === 'string') return ports;
+  if (typeof clusterPorts === 'string') return clusterPorts;
+  return Array.from({ length: count }, (_, i) => {
+    const name = count === 1 ? 'mesh' : `mesh-${i + 1}`;
+    const place: ServerPlace = { name, host: hosts.length === 1 ? hosts[0]! : hosts[i]!, port: ports[i]!, storeDir: options.storeDir(name) };
+    return count === 1 ? place : { ...place, clusterPort: clusterPorts[i]! };
+  });
+}

@@ -1,0 +1,103 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort, NatsServer } from './nats.js';
+import { projectDir, runCli } from './cli.js';
+import { scratch } from './tree.js';
+import type { RunResult } from '../../src/system/runner.js';
+
+/** One host of a mesh made by `meshctl init`: its own key, credentials and bundle, its daemon as a process. */
+export interface InitHost {
+  node: string;
+  root: string;
+  state: string;
+  flags: string[];
+  log: () => string;
+  stop(): Promise<void>;
+}
+
+/** A mesh as a newcomer makes it: `meshctl init` (one server or a cluster), its servers started on free loopback ports. */
+export interface InitMesh {
+  dir: string;
+  servers: NatsServer[];
+  /** meshctl with the mesh directory's defaults: no --server, --creds or --key. */
+  meshctl(args: string[], options?: { timeoutMs?: number }): Promise<RunResult>;
+  /** node-key (with labels), node-creds, bundle, genesis and `mesh-host run`, each as an operator types it. */
+  enrol(node: string, options?: { labels?: string[]; resources?: object[]; start?: boolean }): Promise<InitHost>;
+  close(): Promise<void>;
+}
+
+const must = (what: string, r: RunResult) => {
+  if (r.code !== 0) throw new Error(`${what}: exit ${r.code}\n${r.stderr}\n${r.stdout}`);
+  return r;
+};
+
+export async function initMesh(options: { servers?: number } = {}): Promise<InitMesh> {
+  const count = options.servers ?? 1;
+  const work = scratch('mesh-host-init-');
+  const dir = join(work.dir, 'mesh');
+  const ports: number[] = [];
+  const routes: number[] = [];
+  for (let i = 0; i < count; i++) {
+    ports.push(await freePort());
+    routes.push(await freePort());
+  }
+  must('meshctl init', await runCli('meshctl', ['init', dir, '--servers', String(count), '--port', ports.join(','), '--cluster-port', routes.join(','), '--log-level', 'warn']));
+  const confs = count === 1 ? ['nats-server.conf'] : ports.map((_, i) => `nats-server-${i + 1}.conf`);
+  const servers = await Promise.all(confs.map((conf, i) => NatsServer.start({ port: ports[i]!, wholeConfig: join(dir, conf) })));
+  const hosts: InitHost[] = [];
+  const meshctl = (args: string[], o: { timeoutMs?: number } = {}) => runCli('meshctl', [...args, '--mesh', dir], o);
+
+  async function enrol(node: string, o: { labels?: string[]; resources?: object[]; start?: boolean } = {}): Promise<InitHost> {
+    const at = (name: string) => join(work.dir, node, name);
+    mkdirSync(at('root/srv'), { recursive: true });
+    must('node-key', await meshctl(['node-key', node, '--out', at('node.nk'), ...(o.labels ?? []).flatMap((l) => ['--label', l])]));
+    must('node-creds', await meshctl(['node-creds', node, '--out', at('node.creds')]));
+    writeFileSync(at('first.json'), JSON.stringify({ version: 1, node, mode: 'converged', resources: o.resources ?? [] }));
+    must('bundle', await meshctl(['bundle', at('first.json'), '--node-key', at('node.nk'), '--embed-creds', at('node.creds'), '--out', at('bundle.json')]));
+    const flags = ['--root', at('root'), '--state-dir', at('state'), '--config', at('host.json')];
+    must('genesis', await runCli('mesh-host', ['genesis', at('bundle.json'), '--mode', 'converged', ...flags, '--log-level', 'warn']));
+    writeFileSync(at('host.json'), JSON.stringify({ ...JSON.parse(readFileSync(at('host.json'), 'utf8')), heartbeatMs: 1000, reconcileIntervalMs: 3_600_000, verifyPauseMs: 100 }));
+    let log = '';
+    let proc: ChildProcess | undefined;
+    if (o.start !== false) {
+      proc = spawn(process.execPath, [join(projectDir, 'bin/mesh-host'), 'run', ...flags, '--log-level', 'debug'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      proc.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+      proc.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+      const started = Date.now();
+      while (!log.includes('link: connected')) {
+        if (Date.now() - started > 60_000) throw new Error(`${node}'s daemon did not connect:\n${log}`);
+        if (proc.exitCode !== null) throw new Error(`${node}'s daemon exited ${proc.exitCode}:\n${log}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    const host: InitHost = {
+      node,
+      root: at('root'),
+      state: at('state'),
+      flags,
+      log: () => log,
+      async stop() {
+        if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+        const p = proc;
+        const exit = new Promise((r) => p.once('exit', r));
+        p.kill('SIGTERM');
+        await exit;
+      },
+    };
+    hosts.push(host);
+    return host;
+  }
+
+  return {
+    dir,
+    servers,
+    meshctl,
+    enrol,
+    async close() {
+      for (const h of hosts) await h.stop();
+      for (const s of servers) await s.stop();
+      work.cleanup();
+    },
+  };
+}
