@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job, end to end on loopback, on a scratch tree: installs what it needs, shows what mesh-host
-# sees on this machine, starts a nats-server for the mesh, enrols a host by genesis on a scratch --root,
+# sees on this machine, makes a mesh in operator mode with meshctl init and starts its nats-server, gives
+# a host its own key and credentials, enrols it by genesis on a scratch --root,
 # runs the daemon, puts an archive in the mesh's object store, sends a changed declaration that unpacks it
 # (and the same again), shows the reports, the host and the fleet, and stops everything.
 # Nothing outside the scratch folder is touched; only processes started here are stopped, by PID.
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/.."
 [ "${MESH_HOST_SETUP_DONE:-}" = 1 ] || bash scripts/setup.sh >&2
 
 scratch=$(mktemp -d /tmp/mesh-host-try.XXXXXX)
-mkdir -p "$scratch/root/etc" "$scratch/root/srv" "$scratch/nats" "$scratch/site/assets"
+mkdir -p "$scratch/root/etc" "$scratch/root/srv" "$scratch/site/assets"
 port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
 server="nats://127.0.0.1:$port"
 flags=(--root "$scratch/root" --state-dir "$scratch/state" --config "$scratch/host.json")
@@ -23,14 +24,19 @@ echo "== mesh-host inventory"
 ./bin/mesh-host inventory
 echo
 
-echo "== a nats-server for the mesh on $server (JetStream in $scratch/nats)"
-nats-server -a 127.0.0.1 -p "$port" -js -sd "$scratch/nats" > "$scratch/nats.log" 2>&1 &
+echo "== a nats-server for the mesh on $server, in operator mode: meshctl init makes its operator, accounts and credentials"
+./bin/meshctl init "$scratch/mesh" --port "$port" --log-level warn
+nats-server -c "$scratch/mesh/nats-server.conf" > "$scratch/nats.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do grep -q 'Server is ready' "$scratch/nats.log" && break; sleep 0.1; done
+# From here meshctl takes the servers, its credentials and the signing key from the mesh directory.
+export MESH_DIR="$scratch/mesh"
+echo
 
-echo "== the control side: a key, and a genesis bundle for node 'example'"
-./bin/meshctl keygen --out "$scratch/keys" --log-level warn
-./bin/meshctl bundle fixtures/declarations/example.json --key "$scratch/keys/operator.nk" --server "$server" --out "$scratch/bundle.json" --log-level warn
+echo "== the host's own key (pinned in the mesh, with its labels) and NATS credentials (its own subjects only), and a genesis bundle carrying both, for node 'example'"
+./bin/meshctl node-key example --out "$scratch/example.nk" --label role=web --label site=a --log-level warn
+./bin/meshctl node-creds example --out "$scratch/example.creds" --log-level warn
+./bin/meshctl bundle fixtures/declarations/example.json --node-key "$scratch/example.nk" --embed-creds "$scratch/example.creds" --out "$scratch/bundle.json" --log-level warn
 echo
 
 echo "== mesh-host genesis (scratch root $scratch/root)"
@@ -46,7 +52,7 @@ for _ in $(seq 100); do grep -q 'link: connected' "$scratch/daemon.log" && break
 # Waits (up to 20 s) until the mesh holds N reports from the node.
 wait_reports() {
   for _ in $(seq 100); do
-    [ "$(./bin/meshctl reports --node example --server "$server" --json --log-level warn | grep -c .)" -ge "$1" ] && return 0
+    [ "$(./bin/meshctl reports --node example --json --log-level warn | grep -c .)" -ge "$1" ] && return 0
     sleep 0.2
   done
   echo "try: fewer than $1 reports after 20 s; the daemon's log is $scratch/daemon.log" >&2
@@ -62,7 +68,7 @@ echo "== an archive for the hosts: a small site, packed the same way every time 
   tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$scratch/site" -cf - index.html assets | gzip -n > "$scratch/site.tar.gz"
 )
 echo "== meshctl put-archive site.tar.gz --name site-1.tar.gz (read as every host will, then uploaded to the mesh's object store)"
-./bin/meshctl put-archive "$scratch/site.tar.gz" --name site-1.tar.gz --server "$server" --log-level warn | tee "$scratch/put-archive.out"
+./bin/meshctl put-archive "$scratch/site.tar.gz" --name site-1.tar.gz --log-level warn | tee "$scratch/put-archive.out"
 # The resource it printed, unpacked at /srv/site, added to the changed declaration.
 tail -n 1 "$scratch/put-archive.out" | node -e '
   const resource = { ...JSON.parse(require("fs").readFileSync(0, "utf8")), path: "/srv/site" };
@@ -72,23 +78,26 @@ tail -n 1 "$scratch/put-archive.out" | node -e '
 echo
 
 echo "== meshctl send example example-update.json (fixtures/declarations/example-update.json and the archive at /srv/site), then the same again (it names no sequence: each send takes the next)"
-./bin/meshctl send example "$scratch/example-update.json" --key "$scratch/keys/operator.nk" --server "$server" --log-level warn
+./bin/meshctl send example "$scratch/example-update.json" --log-level warn
 wait_reports 2
-./bin/meshctl send example "$scratch/example-update.json" --key "$scratch/keys/operator.nk" --server "$server" --log-level warn
+./bin/meshctl send example "$scratch/example-update.json" --log-level warn
 wait_reports 3
 echo
 echo "== meshctl reports --node example (one line a report: sequence, trigger, outcome, steps; then each step that changed something)"
-./bin/meshctl reports --node example --server "$server" --log-level warn \
+./bin/meshctl reports --node example --log-level warn \
   | node -e 'require("readline").createInterface({input:process.stdin}).on("line",l=>{const r=JSON.parse(l);const c={};for(const n of Object.values(r.unchanged||{}))c.unchanged=(c.unchanged||0)+n;for(const s of r.steps)c[s.status]=(c[s.status]||0)+1;console.log(`report ${r.sequence}: ${r.trigger} ${r.outcome} (${Object.entries(c).map(([k,v])=>v+" "+k).join(", ")})`);for(const s of r.steps)if(s.status!=="unchanged")console.log(`  ${s.status} ${s.type} ${s.resource} ${s.target}`)})'
+echo
+echo "== meshctl send example-update.json --select role=web (one send to many: each node whose labels match gets its own numbered, signed copy; a node whose key holds it already is skipped)"
+./bin/meshctl send "$scratch/example-update.json" --select role=web --log-level warn
 echo
 echo "== the archive, unpacked on the scratch root at /srv/site"
 (cd "$scratch/root/srv/site" && find . -type f | sort | while read -r f; do echo "$f: $(head -c 60 "$f")"; done)
 echo
 echo "== meshctl status example (the host asked)"
-./bin/meshctl status example --server "$server" --log-level warn
+./bin/meshctl status example --log-level warn
 echo
-echo "== meshctl status (the fleet at a glance: one line a node, worst first; exit 1 if any failed or is silent)"
-./bin/meshctl status --server "$server" --log-level warn
+echo "== meshctl status --select role=web (the fleet at a glance, the nodes labelled role=web: one line a node, worst first; exit 1 if any failed or is silent)"
+./bin/meshctl status --select role=web --log-level warn
 echo
 echo "== stopping the daemon (SIGTERM: it ends between applies) and the nats-server"
 kill -TERM "$daemon"; wait "$daemon" || true

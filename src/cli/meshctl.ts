@@ -12,6 +12,7 @@ const commands: CommandTable = {
   status: async () => (await import('./commands/mesh.js')).statusCommand,
   'node-key': async () => (await import('./commands/node-key.js')).nodeKeyCommand,
   'node-creds': async () => (await import('./commands/node-creds.js')).nodeCredsCommand,
+  label: async () => (await import('./commands/label.js')).labelCommand,
 };
 
 /** Every command reads the mesh directory's defaults (`--mesh DIR`, MESH_DIR) for the flags it was not given. */

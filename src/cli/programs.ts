@@ -39,6 +39,11 @@ const options: Record<string, OptionSpec> = {
   servers: { type: 'string', value: 'N', help: 'how many nats-servers: one, or a cluster of N with routes (default 1)' },
   host: { type: 'string', value: 'HOST', multiple: true, help: 'where the servers listen: one host for all, or one a server (default 127.0.0.1)' },
   port: { type: 'string', value: 'PORT', multiple: true, help: 'client port: the first server\'s (counted up on one host) or one a server (default 4222)' },
+  label: { type: 'string', value: 'K=V', multiple: true, help: 'a label of the node (role=web); again for more' },
+  nodes: { type: 'string', value: 'A,B…', multiple: true, help: 'these nodes' },
+  select: { type: 'string', value: 'K=V,…', help: "the nodes whose labels match (k=v and k!=v, every term)" },
+  all: { type: 'boolean', help: 'every node with a key in the mesh' },
+  timeout: { type: 'string', value: 'DURATION', help: 'how long to wait for the hosts (10s, 500ms; default 10s)' },
   'cluster-port': { type: 'string', value: 'PORT', multiple: true, help: 'route port, as --port (default 6222)' },
 };
 const oneShot = ['dry-run', 'diff', 'detailed-exitcodes'];
@@ -76,11 +81,12 @@ export const meshctlProgram: ProgramSpec = {
     keygen: { summary: 'make an operator key pair in DIR', args: [], options: ['out'] },
     sign: { summary: 'sign a declaration; prints the envelope', args: ['FILE'], options: ['key'] },
     bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'embed-creds', 'node-key', 'out'] },
-    send: { summary: 'put a declaration into the mesh for NODE', args: ['NODE', 'FILE'], options: ['key', 'epoch', 'replicas', ...linkOptions] },
+    send: { summary: 'put a declaration into the mesh for NODE, or each its own copy for --nodes, --select or --all', args: ['NODE?', 'FILE'], options: ['nodes', 'select', 'all', 'key', 'epoch', 'replicas', ...linkOptions] },
     'put-archive': { summary: 'upload an archive to the mesh\'s store; prints the resource to paste', args: ['FILE'], options: ['name', 'replicas', ...linkOptions] },
     reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'replicas', ...linkOptions] },
-    status: { summary: 'the fleet, one line a node (exit 1 when any failed, is silent or has not reported); with NODE, ask that host', args: ['NODE?'], options: linkOptions },
-    'node-key': { summary: "make NODE's own key pair and pin its public key in the mesh (for bundle --node-key)", args: ['NODE'], options: ['out', 'replace', ...linkOptions] },
+    status: { summary: 'the fleet, one line a node (exit 1 when any failed, is silent or has not reported); --select by labels; with NODE, ask that host', args: ['NODE?'], options: ['select', ...linkOptions] },
+    'node-key': { summary: "make NODE's own key pair and pin its public key in the mesh (for bundle --node-key), with its labels", args: ['NODE'], options: ['out', 'replace', 'label', ...linkOptions] },
+    label: { summary: "set a node's labels (k=v), or remove one (k-)", args: ['NODE', 'LABEL…'], options: linkOptions },
     'node-creds': { summary: "issue NODE's NATS credentials: its own key, subjects and read-only archives", args: ['NODE'], options: ['account-key', 'account', 'out'] },
   },
 };

@@ -9,19 +9,25 @@ import type { ReportVerifier } from './read.js';
  * (the same check as `meshctl reports`). Forged, signed by another key or naming another node: failed.
  * Unsigned, or signed by a node that enrolled no key yet: unverified, said but not failed.
  */
-export function fleetReportVerifier(nc: NatsConnection): ReportVerifier {
-  // Every enrolment in one read, begun at once: it runs while the reports are read, not after them.
-  const enrolments = Enrolments.open(nc).then(async (opened) => {
-    await opened.readAll();
-    return opened;
-  });
-  // A fleet of unsigned reports never waits for it; its failure is said by the first signed report.
-  enrolments.catch(() => {});
+export function fleetReportVerifier(enrolments: Promise<Enrolments>): ReportVerifier {
   return async (node, message) => {
     const signed = signedReportOf(node, message.bytes, message.headers);
     if (!message.headers?.get(REPORT_SIGNATURE_HEADER)) return verdictOf(verifyReport(signed, undefined));
     return verdictOf(await (await enrolments).check(signed));
   };
+}
+
+/**
+ * Every node's enrolment in one read, begun at once: it runs while the reports are read, not after them.
+ * A fleet of unsigned reports never waits for it; its failure is said by whoever awaits it.
+ */
+export function readEnrolments(nc: NatsConnection): Promise<Enrolments> {
+  const enrolments = Enrolments.open(nc).then(async (opened) => {
+    await opened.readAll();
+    return opened;
+  });
+  enrolments.catch(() => {});
+  return enrolments;
 }
 
 function verdictOf(trust: ReturnType<typeof verifyReport>): SignatureVerdict {

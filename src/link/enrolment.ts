@@ -8,6 +8,7 @@ import { REPORT_KEY_HEADER, REPORT_SIGNATURE_HEADER, verifyReport, type ReportTr
 import { ENROLMENTS_BUCKET, REPORTS_STREAM, reportSubject } from './wire.js';
 import { chooseReplicas } from './control.js';
 import { latestPerSubject } from './latest.js';
+import { isRevisionConflict } from './revision.js';
 
 
 /**
@@ -21,6 +22,8 @@ export interface Enrolment {
   /** For `first-report`: which report it was. */
   reportSequence?: number;
   streamSequence?: number;
+  /** What the operator calls the node by (`role=web`, `site=a`): what a fleet command selects on. */
+  labels?: Record<string, string>;
 }
 
 /** What the control side believes of a report, and on what its key rests. */
@@ -82,16 +85,47 @@ export class Enrolments {
    * Pins a node's key (the bundle step): refused when another key is enrolled, unless `replace` (a
    * machine made anew); the same key again changes nothing.
    */
-  async pin(node: string, key: string, options: { replace?: boolean } = {}): Promise<Enrolment> {
+  async pin(node: string, key: string, options: { replace?: boolean; labels?: Record<string, string> } = {}): Promise<Enrolment> {
     const problem = publicNkey(key, 'node');
     if (typeof problem === 'string') throw refused(`the key to pin: ${problem}`);
     const kept = await this.read(node);
-    if (kept?.key === key) return kept;
-    if (kept && !options.replace) throw refused(`${node} is enrolled with another key (${kept.key}, by ${kept.by} at ${kept.at}); pinning a new one needs --replace`);
-    const enrolment: Enrolment = { key, by: 'bundle', at: new Date().toISOString() };
+    const labels = { ...kept?.labels, ...options.labels };
+    const withLabels = Object.keys(labels).length > 0 ? { labels } : {};
+    if (kept?.key === key && sameLabels(kept.labels, labels)) return kept;
+    if (kept && kept.key !== key && !options.replace) throw refused(`${node} is enrolled with another key (${kept.key}, by ${kept.by} at ${kept.at}); pinning a new one needs --replace`);
+    const enrolment: Enrolment = kept?.key === key ? { ...kept, ...withLabels } : { key, by: 'bundle', at: new Date().toISOString(), ...withLabels };
     await this.kv.put(node, JSON.stringify(enrolment));
     this.cache.set(node, enrolment);
     return enrolment;
+  }
+
+  /**
+   * Sets and removes a node's labels (`remove` names keys to drop), with compare-and-set on the revision
+   * read, so two operators labelling at once lose neither's change. A node with no key is refused: it
+   * is not in the fleet yet.
+   */
+  async label(node: string, set: Record<string, string>, remove: string[]): Promise<Enrolment> {
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const entry = await this.kv.get(node);
+      if (!entry || entry.operation !== 'PUT') throw refused(`${node} has no key in the mesh: label it when its key is made (meshctl node-key ${node} --label k=v) or once it has reported`);
+      const kept = entry.json<Enrolment>();
+      const labels = { ...kept.labels, ...set };
+      for (const key of remove) delete labels[key];
+      const enrolment: Enrolment = { ...kept, labels };
+      try {
+        await this.kv.update(node, JSON.stringify(enrolment), entry.revision);
+        this.cache.set(node, enrolment);
+        return enrolment;
+      } catch (err) {
+        if (!isRevisionConflict(err)) throw err;
+      }
+    }
+    throw refused(`the enrolment of ${node} changed between every read and write: others are labelling it; nothing was changed, try again`);
+  }
+
+  /** Every node with a kept enrolment, by name (after readAll). */
+  enrolled(): Array<{ node: string; enrolment: Enrolment }> {
+    return [...this.cache].flatMap(([node, enrolment]) => (enrolment ? [{ node, enrolment }] : [])).sort((a, b) => (a.node < b.node ? -1 : 1));
   }
 
   private async read(node: string): Promise<Enrolment | undefined> {
@@ -120,6 +154,11 @@ export class Enrolments {
     }
     return undefined;
   }
+}
+
+function sameLabels(a: Record<string, string> | undefined, b: Record<string, string>): boolean {
+  const entries = Object.entries(a ?? {});
+  return entries.length === Object.keys(b).length && entries.every(([k, v]) => b[k] === v);
 }
 
 function reportSequenceOf(bytes: Uint8Array): { reportSequence?: number } {

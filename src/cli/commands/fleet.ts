@@ -1,21 +1,31 @@
 import { fleetHealthy, fleetRows } from '../../fleet/fleet.js';
 import { formatFleet } from '../../fleet/format.js';
 import { readFleet } from '../../fleet/read.js';
-import { fleetReportVerifier } from '../../fleet/trust.js';
+import { resolveTargets } from '../../fleet/targets.js';
+import { fleetReportVerifier, readEnrolments } from '../../fleet/trust.js';
 import { EXIT } from '../../system/errors.js';
 import { output, type CommandContext } from '../context.js';
 import { connectControl } from '../link-flags.js';
+import { targetFlags } from '../target-flags.js';
 
 /**
- * `meshctl status` without a node: the fleet, one line a node the mesh knows, worst first. Exit 1
- * when any node failed, is silent or has not reported yet, 0 otherwise: a monitoring check can run it.
+ * `meshctl status [--select k=v,…]` without a node: the fleet, one line a node the mesh knows, worst
+ * first (with --select, the nodes whose labels match; none matching is refused). Exit 1 when any node
+ * shown failed, is silent or has not reported yet, 0 otherwise: a monitoring check can run it.
  */
 export async function fleetCommand(ctx: CommandContext): Promise<number> {
+  const choice = targetFlags(ctx);
   const nc = await connectControl(ctx);
   try {
+    const enrolments = readEnrolments(nc);
     // Read-only: a stream the control side has not created yet reads as empty.
-    const read = await readFleet(nc, { verifyReport: fleetReportVerifier(nc) });
-    const rows = fleetRows({ ...read, nowMs: ctx.clock.now().getTime() });
+    const read = await readFleet(nc, { verifyReport: fleetReportVerifier(enrolments) });
+    const enrolled = (await enrolments).enrolled();
+    const labels = new Map(enrolled.map((e) => [e.node, e.enrolment.labels ?? {}]));
+    const chosen = choice ? new Set(resolveTargets(choice, enrolled, 'nothing to show')) : undefined;
+    const rows = fleetRows({ ...read, nowMs: ctx.clock.now().getTime() })
+      .filter((r) => !chosen || chosen.has(r.node))
+      .map((r) => ({ ...r, labels: labels.get(r.node) ?? {} }));
     output(ctx, { nodes: rows, healthy: fleetHealthy(rows) }, () => formatFleet(rows));
     return fleetHealthy(rows) ? EXIT.ok : EXIT.failed;
   } finally {

@@ -75,7 +75,7 @@ function describeInit(dir: string, summary: { operatorKey: string; account: stri
   return [
     `a mesh in ${dir}, in operator mode: every client needs credentials, each host gets its own`,
     `  declarations are signed by  ${at(SEED_FILE)} (public key ${summary.operatorKey})`,
-    `  meshctl connects with       ${at(MESH_LAYOUT.controlCreds)} (the account ${summary.account}, JetStream on)`,
+    `  meshctl connects with       ${at(MESH_LAYOUT.controlCreds)} (the mesh's account, JetStream on)`,
     `  hosts' credentials come from ${at(MESH_LAYOUT.accountSigning)} (the account's signing key)`,
     ...summary.serverConfigs.map((conf, i) => `  nats-server ${places[i]!.name.padEnd(15)} ${conf} (clients at ${summary.servers[i]})`),
     `  the secrets are 0600 (the seeds, meshctl.creds): keep ${dir} on the control machine`,

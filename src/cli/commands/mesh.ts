@@ -9,6 +9,7 @@ import { EXIT, refused, usageError } from '../../system/errors.js';
 import { stringFlag, type CommandContext } from '../context.js';
 import { readSeed } from './keys.js';
 import { connectControl } from '../link-flags.js';
+import { targetFlags } from '../target-flags.js';
 import { lazy } from '../../system/interop.js';
 import { asSigned, checkPayloadSize, describeMark, numberAndSign, openDeclarations, putNumbered, refuseUnlessNewer } from './numbering.js';
 import { archiveObjectProblems } from '../../archive/objects.js';
@@ -41,9 +42,16 @@ export async function connectWire(ctx: CommandContext): Promise<NatsConnection> 
  * declaration keeps the sequence it declares (refused unless newer than the key's) or, naming none,
  * gets the one after the newest of the key and the node's latest report; it is then signed. An
  * envelope is put as it is, if newer. The put is a compare-and-set on the revision read: two senders
- * at once never take the same number.
+ * at once never take the same number. With --nodes, --select or --all and the FILE alone, it goes to
+ * many nodes (send-many.ts).
  */
 export async function sendCommand(ctx: CommandContext): Promise<number> {
+  const choice = targetFlags(ctx);
+  if (ctx.args.length === 1) {
+    if (!choice) throw usageError("'send' needs NODE FILE, or FILE with --nodes, --select or --all");
+    return (await import('./send-many.js')).sendManyCommand(ctx, choice, ctx.args[0]!);
+  }
+  if (choice) throw usageError('send NODE FILE names its node: --nodes, --select and --all go with FILE alone');
   const [node, file] = ctx.args as [string, string];
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(node)) throw usageError(`'${node}' is not a node id`);
   const bytes = readDeclarationFile(file);
@@ -149,6 +157,7 @@ async function withTrust(ctx: CommandContext, enrolments: Enrolments, m: JsMsg):
 export async function statusCommand(ctx: CommandContext): Promise<number> {
   const node = ctx.args[0];
   if (node === undefined) return (await import('./fleet.js')).fleetCommand(ctx);
+  if (stringFlag(ctx.flags, 'select') !== undefined) throw usageError('status NODE asks one host: --select goes with the fleet view (status without NODE)');
   const nc = await connectControl(ctx);
   try {
     const reply = await nc.request(statusSubject(node), '', { timeout: 5000 });

@@ -29,7 +29,7 @@ export async function nodeCredsCommand(ctx: CommandContext): Promise<number> {
       throw refused(`${out}: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'exists; credentials are never overwritten' : (err as Error).message}`);
     }
     const summary = { node, user: userOfCreds(text), account: forAccount, creds: out };
-    ctx.print(ctx.json ? JSON.stringify(summary) : `credentials for ${node} (user ${summary.user}) written to ${out} (keep it secret; give it to that host only)`);
+    ctx.print(ctx.json ? JSON.stringify(summary) : `credentials for ${node} (user public key ${summary.user}) written to ${out} (keep it secret; give it to that host only)`);
   } else ctx.print(creds.toString('utf8'));
   return EXIT.ok;
 }

@@ -5,19 +5,23 @@ import { connectLink } from '../../link/connect.js';
 import { Enrolments } from '../../link/enrolment.js';
 import { EXIT, refused, usageError } from '../../system/errors.js';
 import { stringFlag, type CommandContext } from '../context.js';
+import { labelFlags } from './label.js';
+import { describeLabels } from '../../fleet/labels.js';
 import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
 
 /**
- * `meshctl node-key NODE --out FILE [--replace]`: makes a host's own key pair before the host exists,
+ * `meshctl node-key NODE --out FILE [--replace] [--label k=v…]`: makes a host's own key pair before the host exists,
  * writes the seed (0600) for `meshctl bundle --node-key` to carry, and pins the public key as the
  * node's in the mesh, so that its reports are held to it from the first and nothing is trusted on
- * first use. Replacing a pinned or enrolled key (a machine made anew) takes --replace.
+ * first use. Replacing a pinned or enrolled key (a machine made anew) takes --replace. Labels given are
+ * kept with the key (and added to those it has).
  */
 export async function nodeKeyCommand(ctx: CommandContext): Promise<number> {
   const node = ctx.args[0]!;
   if (!new RegExp(NODE_ID_PATTERN).test(node)) throw usageError(`'${node}' is not a node id ([A-Za-z0-9_-]{1,64})`);
   const out = stringFlag(ctx.flags, 'out');
   if (!out) throw usageError("'node-key' needs --out FILE (where the host's seed is written, for the bundle)");
+  const labels = labelFlags(ctx);
   const seed = newNkeySeed('node');
   const { publicKey } = nkeySeed(seed, 'node') as { publicKey: string };
   try {
@@ -29,7 +33,7 @@ export async function nodeKeyCommand(ctx: CommandContext): Promise<number> {
   try {
     const nc = await connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl', persistent: false, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
     try {
-      await (await Enrolments.open(nc)).pin(node, publicKey, { replace: ctx.flags.replace === true });
+      await (await Enrolments.open(nc)).pin(node, publicKey, { replace: ctx.flags.replace === true, labels });
     } finally {
       await nc.close();
     }
@@ -37,6 +41,7 @@ export async function nodeKeyCommand(ctx: CommandContext): Promise<number> {
     unlinkSync(out);
     throw err;
   }
-  ctx.print(ctx.json ? JSON.stringify({ node, publicKey, seed: out }) : `pinned ${publicKey} as ${node}'s key; its seed is in ${out} (keep it secret: meshctl bundle --node-key ${out} carries it to the host)`);
+  const labelled = Object.keys(labels).length > 0 ? ` with the labels ${describeLabels(labels)}` : '';
+  ctx.print(ctx.json ? JSON.stringify({ node, publicKey, seed: out, labels }) : `pinned public key ${publicKey} as ${node}'s key${labelled}; its seed is in ${out} (keep it secret: meshctl bundle --node-key ${out} carries it to the host)`);
   return EXIT.ok;
 }

@@ -1,22 +1,22 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { KV } from '@nats-io/kv';
 import { latestPerSubject } from '../../link/latest.js';
-import { DECLARATIONS_BUCKET, REPORTS_STREAM, reportSubject } from '../../link/wire.js';
+import { DECLARATION_SUBJECTS, DECLARATIONS_BUCKET, DECLARATIONS_STREAM, declarationSubject, nodeOfReportSubject, REPORTS_STREAM, REPORTS_SUBJECTS, reportSubject } from '../../link/wire.js';
 import { refused } from '../../system/errors.js';
 import { sign } from '../../declaration/envelope.js';
 import { receiveDeclaration } from '../../declaration/load.js';
 import { orderOf, type Order } from '../../declaration/order.js';
 import { lazy } from '../../system/interop.js';
+import { isRevisionConflict } from '../../link/revision.js';
 
 /** What the mesh holds for a node: its key's value (with the revision a put must name) and its latest report. */
 export interface NodeRecord {
-  key?: { revision: number; mark?: Order };
+  /** The key's value: the revision a put must name, and the declaration it holds when it is a readable envelope. */
+  key?: { revision: number; mark?: Order; declaration?: Record<string, unknown> };
   /** The declaration the node's latest report was about, when it named one. */
   reported?: Order;
 }
 
-/** A put refused because the key moved since it was read: read again and number again. */
-const CONFLICTS = new Set([10071, 10164]);
 /** Two operators sending at once rarely collide more than once; a bound keeps a storm from looping for ever. */
 export const PUT_ATTEMPTS = 8;
 /** What a put adds to the value: its subject and the compare-and-set header. */
@@ -39,15 +39,27 @@ export function nextMark(record: NodeRecord, epoch: number | undefined): Order {
   return orderOf({ epoch: inForce, sequence });
 }
 
-function markOfEnvelope(bytes: Uint8Array): Order | undefined {
+/** What a key's value says: the declaration its envelope carries and where it stands, when it is readable. */
+function keyOf(revision: number, bytes: Uint8Array | undefined): NonNullable<NodeRecord['key']> {
   try {
     const envelope = JSON.parse(new TextDecoder().decode(bytes)) as { payload: string };
-    const d = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as { epoch?: unknown; sequence?: unknown };
-    if (typeof d.sequence !== 'number') return undefined;
-    return orderOf({ epoch: typeof d.epoch === 'number' ? d.epoch : undefined, sequence: d.sequence });
+    const d = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as Record<string, unknown>;
+    if (typeof d.sequence !== 'number') return { revision };
+    return { revision, mark: orderOf({ epoch: typeof d.epoch === 'number' ? d.epoch : undefined, sequence: d.sequence }), declaration: d };
   } catch {
-    return undefined;
+    return { revision };
   }
+}
+
+/** The declaration a report names, when it is readable. */
+function reportedOf(bytes: Uint8Array): Order | undefined {
+  try {
+    const d = (JSON.parse(new TextDecoder().decode(bytes)) as { declaration?: Order | null }).declaration;
+    if (d && typeof d.sequence === 'number') return orderOf({ epoch: typeof d.epoch === 'number' ? d.epoch : undefined, sequence: d.sequence });
+  } catch {
+    // a report the control side cannot read numbers nothing
+  }
+  return undefined;
 }
 
 export async function openDeclarations(nc: NatsConnection): Promise<KV> {
@@ -59,20 +71,40 @@ export async function openDeclarations(nc: NatsConnection): Promise<KV> {
 export async function readNodeRecord(nc: NatsConnection, kv: KV, node: string): Promise<NodeRecord> {
   const [entry, latest] = await Promise.all([kv.get(node), latestPerSubject(nc, REPORTS_STREAM, reportSubject(node))]);
   const record: NodeRecord = {};
-  if (entry) {
-    const mark = entry.operation === 'PUT' ? markOfEnvelope(entry.value) : undefined;
-    record.key = { revision: entry.revision, ...(mark ? { mark } : {}) };
-  }
+  if (entry) record.key = keyOf(entry.revision, entry.operation === 'PUT' ? entry.value : undefined);
   const report = latest.get(reportSubject(node));
-  if (report) {
-    try {
-      const d = (JSON.parse(new TextDecoder().decode(report.bytes)) as { declaration?: Order | null }).declaration;
-      if (d && typeof d.sequence === 'number') record.reported = orderOf({ epoch: typeof d.epoch === 'number' ? d.epoch : undefined, sequence: d.sequence });
-    } catch {
-      // a report the control side cannot read numbers nothing
-    }
-  }
+  const reported = report && reportedOf(report.bytes);
+  if (reported) record.reported = reported;
   return record;
+}
+
+/**
+ * What the mesh holds for every node at once: the newest value of each key and each node's latest
+ * report, one read of each stream (a thousand nodes cost two consumers, not two thousand reads).
+ */
+export async function readNodeRecords(nc: NatsConnection): Promise<Map<string, NodeRecord>> {
+  const [keys, reports] = await Promise.all([latestOrNone(nc, DECLARATIONS_STREAM, DECLARATION_SUBJECTS), latestOrNone(nc, REPORTS_STREAM, REPORTS_SUBJECTS)]);
+  const records = new Map<string, NodeRecord>();
+  const recordOf = (node: string) => records.get(node) ?? records.set(node, {}).get(node)!;
+  for (const m of keys.values()) {
+    const operation = m.headers?.get('KV-Operation');
+    recordOf(m.subject.slice(declarationSubject('').length)).key = keyOf(m.streamSequence, operation === 'DEL' || operation === 'PURGE' ? undefined : m.bytes);
+  }
+  for (const m of reports.values()) {
+    const reported = reportedOf(m.bytes);
+    if (reported) recordOf(nodeOfReportSubject(m.subject)).reported = reported;
+  }
+  return records;
+}
+
+/** The newest message of every subject of a stream; a stream not made yet holds none. */
+async function latestOrNone(nc: NatsConnection, stream: string, filter: string) {
+  try {
+    return await latestPerSubject(nc, stream, filter);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 10059) return new Map<string, never>();
+    throw err;
+  }
 }
 
 /** The value a put would carry, over the server's payload limit: refused with both sizes and what to do. */
@@ -87,19 +119,20 @@ export function checkPayloadSize(nc: NatsConnection, bytes: number, what: string
 
 /**
  * Puts a declaration into the node's key with compare-and-set on the revision read: `make` is given
- * what the mesh holds and returns the bytes (numbered, signed) or refuses; a put that lost a race to
+ * what the mesh holds (`first`, if given, on the first try) and returns the bytes (numbered, signed) or refuses; a put that lost a race to
  * another operator reads again and asks `make` again, a bounded number of times.
  */
-export async function putNumbered(nc: NatsConnection, kv: KV, node: string, make: (record: NodeRecord) => Promise<{ bytes: Uint8Array; mark: Order }>): Promise<{ revision: number; mark: Order; attempts: number }> {
+export async function putNumbered(nc: NatsConnection, kv: KV, node: string, make: (record: NodeRecord) => Promise<{ bytes: Uint8Array; mark: Order }>, first?: NodeRecord): Promise<{ revision: number; mark: Order; attempts: number }> {
   for (let attempt = 1; attempt <= PUT_ATTEMPTS; attempt++) {
-    const record = await readNodeRecord(nc, kv, node);
+    // A record read already (every node's at once, for a fleet) is used for the first try.
+    const record = attempt === 1 && first ? first : await readNodeRecord(nc, kv, node);
     const { bytes, mark } = await make(record);
     try {
       const revision = record.key ? await kv.update(node, bytes, record.key.revision) : await kv.create(node, bytes);
       return { revision, mark, attempts: attempt };
     } catch (err) {
-      const code = (err as { code?: unknown }).code;
-      if (typeof code === 'number' && CONFLICTS.has(code)) continue;
+      // The key moved since it was read: read again and number again.
+      if (isRevisionConflict(err)) continue;
       throw err;
     }
   }
