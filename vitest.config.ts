@@ -1,13 +1,53 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/**
+ * The fast tests (`npm run test:unit`): in-process, over scratch folders, fakes and pure definitions;
+ * none starts a process, a server, a container or a tool (they pass with nats-server, systemd-nspawn,
+ * podman, nft, strace and tar all off the PATH). Everything else is the `real` project, which starts
+ * the real components it tests against. A file joins this list only if it needs none of them.
+ */
+const UNIT = [
+  'test/declaration/**/*.test.ts',
+  'test/lifecycle/**/*.test.ts',
+  'test/apply/dry-run.test.ts',
+  'test/cli/args.test.ts',
+  'test/daemon/heap-fit.test.ts',
+  'test/daemon/locked-store.test.ts',
+  'test/daemon/remembered-kept.test.ts',
+  'test/firewall/decide.test.ts',
+  'test/firewall/kept.test.ts',
+  'test/firewall/owners.test.ts',
+  'test/firewall/read.test.ts',
+  'test/firewall/settle.test.ts',
+  'test/fleet/rows.test.ts',
+  'test/inventory/verdicts.test.ts',
+  'test/link/report-trust.test.ts',
+  'test/report/format.test.ts',
+  'test/report/sent.test.ts',
+  'test/report/speak.test.ts',
+  'test/resources/converge.test.ts',
+  'test/resources/line-changes.test.ts',
+  'test/resources/write-batch.test.ts',
+  'test/services/openrc.test.ts',
+  'test/services/services.test.ts',
+  'test/services/systemd-parse.test.ts',
+  'test/services/unit-watcher.test.ts',
+  'test/store/save-slices.test.ts',
+  'test/store/store.test.ts',
+  'test/watch/footprint.test.ts',
+];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // Bounds that only end a run that hangs: the tests wait on events, and a loaded CI machine (two busy
     // loops beside the suite) makes a real daemon's apply or a container's start several times slower.
     testTimeout: 180_000,
     hookTimeout: 240_000,
     // Two cores: containers and servers started by tests share them.
     maxWorkers: 2,
+    projects: [
+      { extends: true, test: { name: 'unit', include: UNIT } },
+      { extends: true, test: { name: 'real', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...UNIT] } },
+    ],
   },
 });
