@@ -8,6 +8,7 @@ const commands: CommandTable = {
   bundle: async () => (await import('./commands/bundle.js')).bundleCommand,
   send: async () => (await import('./commands/mesh.js')).sendCommand,
   'put-archive': async () => (await import('./commands/put-archive.js')).putArchiveCommand,
+  'put-image': async () => (await import('./commands/put-image.js')).putImageCommand,
   reports: async () => (await import('./commands/mesh.js')).reportsCommand,
   status: async () => (await import('./commands/mesh.js')).statusCommand,
   'node-key': async () => (await import('./commands/node-key.js')).nodeKeyCommand,

@@ -83,6 +83,7 @@ export const meshctlProgram: ProgramSpec = {
     bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'embed-creds', 'node-key', 'out'] },
     send: { summary: 'put a declaration into the mesh for NODE, or each its own copy for --nodes, --select or --all', args: ['NODE?', 'FILE'], options: ['nodes', 'select', 'all', 'key', 'epoch', 'replicas', ...linkOptions] },
     'put-archive': { summary: 'upload an archive to the mesh\'s store; prints the resource to paste', args: ['FILE'], options: ['name', 'replicas', ...linkOptions] },
+    'put-image': { summary: 'upload an image archive (docker save, podman save) to the mesh\'s store; prints the image field to paste', args: ['FILE'], options: ['name', 'replicas', ...linkOptions] },
     reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'replicas', ...linkOptions] },
     status: { summary: 'the fleet, one line a node (exit 1 when any failed, is silent or has not reported); --select by labels; with NODE, ask that host', args: ['NODE?'], options: ['select', ...linkOptions] },
     'node-key': { summary: "make NODE's own key pair and pin its public key in the mesh (for bundle --node-key), with its labels", args: ['NODE'], options: ['out', 'replace', 'label', ...linkOptions] },
