@@ -18,10 +18,15 @@ export const FLOORS = [
 ];
 
 /**
- * The resource engine: resources/ less its kinds. It plans, orders and applies through the handler
- * table and never names a kind, so a new kind is its own file, the schema and the table.
+ * The resource kinds' handlers in resources/, and the folders that are a kind's library. The engine is
+ * the rest of resources/: it plans, orders and applies through the handler table it is given and never
+ * imports a kind, so a new kind is its own file, the schema and the table (resources/handlers.ts and
+ * host/environment.ts).
  */
-export const ENGINE = ['converge', 'types', 'write-batch', 'recover', 'rooted-fs', 'accounts', 'ownership', 'line-changes'];
+export const KINDS = ['file', 'directory', 'archive', 'service'];
+export const KIND_LIBRARIES = ['archive', 'services', 'firewall', 'watch'];
+const KIND_FILES = `^src/resources/(${KINDS.join('|')})\\.ts$`;
+const TABLE = '^src/resources/handlers\\.ts$';
 
 const PALETTE = ['#8dd3c7', '#ffffb3', '#bebada', '#fb8072', '#80b1d3', '#fdb462', '#b3de69', '#fccde5', '#d9d9d9', '#bc80bd', '#ccebc5', '#ffed6f'];
 
@@ -53,6 +58,13 @@ export default {
       severity: 'error',
       from: {},
       to: { path: '^src/[^/]+/', pathNot: folders(FLOORS) },
+    },
+    {
+      name: 'the-engine-imports-no-kind',
+      comment: 'the resource engine reaches the kinds only through the handler table it is given',
+      severity: 'error',
+      from: { path: '^src/resources/', pathNot: [KIND_FILES, TABLE] },
+      to: { path: [KIND_FILES, folders([KIND_LIBRARIES])] },
     },
     {
       name: 'machines-import-xstate-alone',

@@ -2,7 +2,8 @@ import type { ArchiveResource, ContainerResource, ServiceResource } from '../dec
 import type { HostEnv } from '../apply/apply.js';
 import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../config/archive-limits.js';
 import type { ArchiveObjectsProvider } from '../archive/objects.js';
-import { BASE_HANDLERS, type HandlerTable } from '../resources/converge.js';
+import type { HandlerTable } from '../resources/converge.js';
+import { BASE_HANDLERS } from '../resources/handlers.js';
 import { lazyHandler, pathShape } from '../resources/types.js';
 import { SERVICE_SHAPE } from '../services/runtime.js';
 import { CONTAINER_SHAPE } from '../containers/spec.js';

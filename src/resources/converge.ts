@@ -1,15 +1,11 @@
 import type { Declaration, Resource } from '../declaration/schema.js';
 import type { ResourceRecord } from '../store/state.js';
-import { directoryHandler } from './directory.js';
-import { fileHandler } from './file.js';
 import { NO_CHANGES } from './changes.js';
 import { stepOf, type Checked, type ConvergeContext, type ResourceHandler, type Step } from './types.js';
 import { pauseWhenDue } from '../system/yielder.js';
 
-/** The handlers by resource type (directory and file here; the host's table, host/environment.ts, has every kind). */
+/** The handlers by resource type: the engine reaches a kind only through this table, which it is given. */
 export type HandlerTable = Partial<{ [T in Resource['type']]: ResourceHandler<Extract<Resource, { type: T }>> }>;
-
-export const BASE_HANDLERS: HandlerTable = { directory: directoryHandler, file: fileHandler };
 
 /**
  * The check of every step, in the order they are applied: the removals of records first, then the

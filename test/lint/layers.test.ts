@@ -88,6 +88,20 @@ describe('the lint keeps the floors', () => {
     expect(output).toContain('no-folder-cycles');
   });
 
+  it('fails the resource engine importing a kind, and passes the handler table that does', async () => {
+    const { failed, output } = await lintTree({
+      'src/resources/file.ts': 'export const fileHandler = { type: 1 };\n',
+      'src/resources/handlers.ts': "import { fileHandler } from './file.js';\nexport const BASE_HANDLERS = { file: fileHandler };\n",
+      'src/resources/converge.ts': "import { fileHandler } from './file.js';\nexport const plan = () => fileHandler.type;\n",
+      'src/archive/read.ts': 'export const read = 1;\n',
+      'src/resources/types.ts': "import { read } from '../archive/read.js';\nexport const t = read;\n",
+    });
+    expect(failed).toBe(true);
+    expect(output).toContain('error the-engine-imports-no-kind: src/resources/converge.ts → src/resources/file.ts');
+    expect(output).toContain('error the-engine-imports-no-kind: src/resources/types.ts → src/archive/read.ts');
+    expect(output).not.toContain('src/resources/handlers.ts →');
+  });
+
   it('fails a machine that imports more than xstate, and a folder given no floor', async () => {
     const { failed, output } = await lintTree({
       'machines/m.ts': "import { setup } from 'xstate';\nimport { now } from '../src/system/clock.js';\nexport const m = setup({}).createMachine({ context: { at: now() } });\n",

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FileResource, Resource } from '../../src/declaration/schema.js';
-import { BASE_HANDLERS } from '../../src/resources/converge.js';
+import { BASE_HANDLERS } from '../../src/resources/handlers.js';
 import { fileHandler } from '../../src/resources/file.js';
 import { RootedFs } from '../../src/resources/rooted-fs.js';
 import { stepOf, type ResourceHandler } from '../../src/resources/types.js';

@@ -4,7 +4,8 @@ import { applyDeclaration, type ApplyRequest, type ApplyResult, type HostEnv } f
 import { receiveDeclaration } from '../../src/declaration/load.js';
 import type { Declaration, Resource } from '../../src/declaration/schema.js';
 import { systemAccounts } from '../../src/resources/accounts.js';
-import { BASE_HANDLERS, type HandlerTable } from '../../src/resources/converge.js';
+import type { HandlerTable } from '../../src/resources/converge.js';
+import { BASE_HANDLERS } from '../../src/resources/handlers.js';
 import { hostHandlers, type HandlerParts } from '../../src/host/environment.js';
 import { Store } from '../../src/store/store.js';
 import { systemClock } from '../../src/system/clock.js';
