@@ -7,7 +7,7 @@ export const FLOORS = [
   ['config'],
   ['declaration'],
   ['store', 'link', 'inventory'],
-  ['archive', 'services', 'firewall', 'watch', 'resources'],
+  ['archive', 'services', 'containers', 'firewall', 'watch', 'resources'],
   ['report'],
   ['apply', 'metrics', 'fleet'],
   ['release'],
@@ -24,7 +24,7 @@ export const FLOORS = [
  * host/environment.ts).
  */
 export const KINDS = ['file', 'directory', 'archive', 'service'];
-export const KIND_LIBRARIES = ['archive', 'services', 'firewall', 'watch'];
+export const KIND_LIBRARIES = ['archive', 'services', 'containers', 'firewall', 'watch'];
 const KIND_FILES = `^src/resources/(${KINDS.join('|')})\\.ts$`;
 const TABLE = '^src/resources/handlers\\.ts$';
 

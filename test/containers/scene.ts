@@ -5,7 +5,7 @@ import { DEFAULT_ARCHIVE_LIMITS } from '../../src/config/archive-limits.js';
 import { dockerEngine, type ContainerEngine } from '../../src/containers/engine.js';
 import { containerHandler } from '../../src/containers/handler.js';
 import type { ContainerResource, Mode, Resource } from '../../src/declaration/schema.js';
-import { BASE_HANDLERS } from '../../src/resources/converge.js';
+import { BASE_HANDLERS } from '../../src/resources/handlers.js';
 import { systemClock } from '../../src/system/clock.js';
 import { declaration, reportOf, testHost, type TestHost } from '../support/host.js';
 import { podmanUnavailable, startPodman, type Podman } from '../support/podman.js';
