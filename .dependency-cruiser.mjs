@@ -6,7 +6,7 @@ export const FLOORS = [
   ['system'],
   ['config'],
   ['declaration'],
-  ['store', 'link', 'inventory'],
+  ['store', 'link', 'setup', 'inventory'],
   ['archive', 'services', 'containers', 'firewall', 'watch', 'resources'],
   ['report'],
   ['apply', 'metrics', 'fleet'],
