@@ -22,7 +22,7 @@ import type { ManagerChoice } from '../services/choose.js';
 import type { Outbox } from '../report/outbox.js';
 import { settleFoundFirewall, type FirewallEnv, type Settled } from '../firewall/settle.js';
 import { filtersNotRead } from '../firewall/read.js';
-import type { RefusalKind } from '../system/errors.js';
+import type { RefusalKind, Subject } from '../system/errors.js';
 
 /** Everything an apply needs from the host, passed in. */
 export interface HostEnv {
@@ -70,7 +70,7 @@ export type ApplyResult =
   | { kind: 'applied'; plan: Plan; report: Report }
   /** A reconcile with nothing to say: applied, saved, and no report made (no sequence spent). */
   | { kind: 'silent'; plan: Plan; report: Report }
-  | { kind: 'refused'; refusal: RefusalKind; reason: string; details: string[]; plan?: Plan; report?: Report };
+  | { kind: 'refused'; refusal: RefusalKind; reason: string; details: string[]; subjects?: Subject[]; plan?: Plan; report?: Report };
 
 export { modeProblem } from './gate.js';
 
@@ -116,6 +116,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
         plan,
         reason: `the plan cannot be applied as the machine stands (${planned.problems.length} problem${planned.problems.length === 1 ? '' : 's'}); nothing was touched`,
         details: planned.problems.map((p) => `${p.resource} (${p.target}): ${p.message}`),
+        subjects: planned.problems.flatMap((p) => (p.subject ? [{ resource: p.resource, ...p.subject }] : [])),
       };
     }
     if (request.dryRun) return { kind: 'planned', plan };
@@ -242,11 +243,11 @@ function saidOf(steps: StepResult[]): string[] {
  * A report for what was refused before anything was touched (a stale, forged or wrong-mode
  * declaration): counted by kind in the store, and reported like any apply.
  */
-export function reportRefusal(env: HostEnv, refusal: { kind: RefusalKind; message: string; trigger: Trigger; declaration?: Report['declaration'] }): Report {
+export function reportRefusal(env: HostEnv, refusal: { kind: RefusalKind; message: string; trigger: Trigger; declaration?: Report['declaration']; subjects?: Subject[] }): Report {
   env.store.updateHead((state) => {
     state.refusals[refusal.kind] = (state.refusals[refusal.kind] ?? 0) + 1;
   });
-  const report = reportUnapplied(env, { outcome: 'refused', message: refusal.message, trigger: refusal.trigger, ...(refusal.declaration ? { declaration: refusal.declaration } : {}) });
+  const report = reportUnapplied(env, { outcome: 'refused', message: refusal.message, trigger: refusal.trigger, ...(refusal.declaration ? { declaration: refusal.declaration } : {}), ...(refusal.subjects?.length ? { subjects: refusal.subjects } : {}) });
   env.log.warn({ kind: refusal.kind, report: report.sequence, declaration: refusal.declaration }, `refused: ${refusal.message}`);
   return report;
 }
@@ -255,7 +256,7 @@ export function reportRefusal(env: HostEnv, refusal: { kind: RefusalKind; messag
  * A report of something that ended without an apply (a refusal, a release that failed its trial): the
  * next report sequence, kept in the outbox before the store is saved, like an apply's.
  */
-export function reportUnapplied(env: HostEnv, what: { outcome: Report['outcome']; message: string; trigger: Trigger; declaration?: Report['declaration']; said?: string[]; notRead?: string }): Report {
+export function reportUnapplied(env: HostEnv, what: { outcome: Report['outcome']; message: string; trigger: Trigger; declaration?: Report['declaration']; said?: string[]; notRead?: string; subjects?: Subject[] }): Report {
   const at = env.clock.now().toISOString();
   let report!: Report;
   env.store.updateHead((state) => {
@@ -267,7 +268,7 @@ export function reportUnapplied(env: HostEnv, what: { outcome: Report['outcome']
       declaration: what.declaration ?? null,
       mode: state.mode ?? null,
       outcome: what.outcome,
-      error: { message: what.message },
+      error: { message: what.message, ...(what.subjects ? { subjects: what.subjects } : {}) },
       steps: [],
       said: what.said ?? [],
       facts: { held: state.held, links: [], ...firewallFactsOfRefusal(env, what.notRead) },

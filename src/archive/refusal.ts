@@ -37,7 +37,7 @@ export class ArchiveRefused extends Error {
   }
 
   /** The refusal as data, with every value whole (for a JSON report). */
-  get data(): ArchiveRefusalData {
+  get subject(): ArchiveRefusalData {
     return { kind: this.kind, ...(this.entry !== undefined ? { entry: this.entry } : {}), ...(this.link !== undefined ? { link: this.link } : {}) };
   }
 }

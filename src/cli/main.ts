@@ -75,7 +75,7 @@ async function dispatch(spec: ProgramSpec, commands: CommandTable, argv: readonl
     if (err instanceof HostError) {
       const lines = [err.message, ...err.details.map((d) => `  ${d}`)];
       process.stderr.write(`${spec.name}: ${lines.join('\n')}\n`);
-      if (json) ctx.print(JSON.stringify({ error: { message: err.message, details: err.details, exit: err.exitCode } }, null, 2));
+      if (json) ctx.print(JSON.stringify({ error: { message: err.message, details: err.details, exit: err.exitCode, ...(err.subjects.length ? { subjects: err.subjects } : {}) } }, null, 2));
       return err.exitCode;
     }
     log.fatal({ err }, 'unexpected failure');

@@ -157,7 +157,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
         const order = input.bundle as GenesisOrder;
         try {
           const result = await genesis(paths, options, { bytes: readDeclarationFile(order.bundlePath), source: order.bundlePath, mode: order.mode, dryRun: false });
-          if (result.kind === 'refused') throw refused(result.reason, result.details, result.refusal);
+          if (result.kind === 'refused') throw refused(result.reason, result.details, result.refusal, result.subjects);
           if (result.kind !== 'planned') log.info({ outcome: result.report.outcome, report: result.report.sequence }, 'enrolled with the bundle given');
         } catch (err) {
           log.error({ err: (err as Error).message, details: (err as { details?: string[] }).details }, `genesis with ${order.bundlePath} failed; the host waits for mesh-host genesis`);

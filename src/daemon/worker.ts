@@ -61,6 +61,7 @@ export async function applyPending(deps: WorkerDeps, store: Store, pending: Pend
       kind: result.refusal,
       message: [result.reason, ...result.details].join('; '),
       trigger,
+      ...(result.subjects?.length ? { subjects: result.subjects } : {}),
       declaration: markOf(declaration, digest),
     });
   }

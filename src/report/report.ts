@@ -1,5 +1,6 @@
 import type { Mark } from '../declaration/order.js';
 import type { Mode } from '../declaration/schema.js';
+import type { Subject } from '../system/errors.js';
 import type { Step, StepResult } from '../resources/types.js';
 import { wordsOf, type Readable } from './words.js';
 import type { HeldEntry } from '../store/state.js';
@@ -42,7 +43,8 @@ export interface Report {
   declaration: Mark | null;
   mode: Mode | null;
   outcome: Outcome;
-  error?: { resource?: string; message: string };
+  /** `subjects`: what a refusal names, whole (the message may cut a long name). */
+  error?: { resource?: string; message: string; subjects?: Subject[] };
   /** Every step, its changes as data and as words (`actions`, for the wire's readers). */
   steps: Array<Readable<StepResult>>;
   said: string[];

@@ -1,3 +1,4 @@
+import { subjectOf, type Subject } from '../system/errors.js';
 import { pauseWhenDue } from '../system/yielder.js';
 import { handlerFor, stepOfRecord, stepOfResource, type Plan } from './converge.js';
 import type { Checked, ConvergeContext, ResourceHandler, Step, StepResult } from './types.js';
@@ -11,7 +12,7 @@ export interface ApplyOutcome {
   steps(): StepResult[];
   /** What the handlers' looks after the steps said (the services' second look), for the report. */
   said: string[];
-  error?: { resource: string; message: string };
+  error?: { resource: string; message: string; subjects?: Subject[] };
 }
 
 const statusOf = (checked: Checked): StepResult['status'] =>
@@ -119,7 +120,9 @@ class PlanRun {
       this.done(index, answer instanceof Promise ? await answer : answer);
     } catch (err) {
       const message = (err as Error).message;
-      this.error = { resource: this.stepAt(index).resource, message };
+      const resource = this.stepAt(index).resource;
+      const subject = subjectOf(err);
+      this.error = { resource, message, ...(subject ? { subjects: [{ resource, ...subject }] } : {}) };
       this.results[index] = { ...this.stepAt(index), status: 'failed', detail: message };
       await this.commit();
     }

@@ -1,3 +1,4 @@
+import type { Subject } from '../system/errors.js';
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ArchiveResource } from '../declaration/schema.js';
@@ -30,11 +31,14 @@ function ownerOf(resource: ArchiveResource, ctx: ConvergeContext): Owner | strin
   return { uid, gid };
 }
 
-/** A refusal of the archive or its journal is the step's problem; anything else is a fault. */
-function asProblem(err: unknown): string {
-  if (err instanceof ArchiveRefused || (err as Error).name === 'PathRefused') return (err as Error).message;
+/** A refusal of the archive or its journal is the step's problem (with what it names, whole); anything else is a fault. */
+function asProblem(err: unknown): Problem {
+  if (err instanceof ArchiveRefused) return { problem: err.message, subject: err.subject };
+  if ((err as Error).name === 'PathRefused') return { problem: (err as Error).message };
   throw err;
 }
+
+type Problem = { problem: string; subject?: Subject };
 
 function isEmptyDirectory(ctx: ConvergeContext, target: string): boolean {
   // Read only: the target was just lstat'd through the rooted checks (a directory, no link on the way).
@@ -69,7 +73,7 @@ export function archiveHandler(host: ArchiveHost): ResourceHandler<ArchiveResour
 async function converge(resource: ArchiveResource, ctx: ConvergeContext, apply: boolean, env: ArchiveEnv): Promise<Checked> {
   const target = resource.path;
   const checked = (verb: Checked['verb'], changes: Change[], more?: Omit<Checked, 'step' | 'verb'>) => checkedOf(resource, target, verb, changes, more);
-  const refuse = (problem: string): Checked => checked('none', [], { problem });
+  const refuse = (problem: string | Problem): Checked => checked('none', [], typeof problem === 'string' ? { problem } : problem);
   const owner = ownerOf(resource, ctx);
   if (typeof owner === 'string') return refuse(owner);
   let journal: Journal | undefined;
@@ -139,7 +143,7 @@ async function remove(record: ResourceRecord, ctx: ConvergeContext, apply: boole
   try {
     journal = readJournal(env.stateDir, target);
   } catch (err) {
-    return checked('none', [], { problem: asProblem(err) });
+    return checked('none', [], asProblem(err));
   }
   if (!journal) {
     if (apply) ctx.store.forget(record.id);

@@ -1,3 +1,4 @@
+import type { Subject } from '../system/errors.js';
 import type { Declaration, Resource } from '../declaration/schema.js';
 import type { ResourceRecord } from '../store/state.js';
 import { NO_CHANGES } from './changes.js';
@@ -17,7 +18,7 @@ export interface Plan {
   resources: Resource[];
   checks: Checked[];
   /** Steps that cannot be applied as the machine stands: the whole apply is refused. */
-  problems: Array<{ resource: string; target: string; message: string }>;
+  problems: Array<{ resource: string; target: string; message: string; subject?: Subject }>;
   /** Why nothing of it can be applied (a handler's prepare said: no service manager here); nothing was checked. */
   refused?: string;
   /** The handlers that made it, and that carry it out. */
@@ -101,7 +102,7 @@ export async function planDeclaration(declaration: Declaration, ctx: ConvergeCon
   return { removals, resources, checks, problems, handlers };
 }
 
-const problemOf = (checked: Checked, step: Step) => ({ resource: step.resource, target: step.target, message: checked.problem! });
+const problemOf = (checked: Checked, step: Step) => ({ resource: step.resource, target: step.target, message: checked.problem!, ...(checked.subject ? { subject: checked.subject } : {}) });
 
 /** A removal's step as its check said it. */
 export const stepOfRecord = (record: ResourceRecord, checked: Checked): Step => checked.step ?? stepOf(record, record.target, 'none', NO_CHANGES);

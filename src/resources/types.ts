@@ -1,3 +1,4 @@
+import type { Subject } from '../system/errors.js';
 import type { Stats } from 'node:fs';
 import type { Mode, Resource, ResourceType } from '../declaration/schema.js';
 import type { Store } from '../store/store.js';
@@ -33,6 +34,8 @@ export interface Checked {
   verb: Verb;
   /** Something that stops this step being applied (a link in the way, an unknown owner). */
   problem?: string;
+  /** What the problem names, whole (an archive's entry or link text, which its message may cut). */
+  subject?: Subject;
   /** Said in the report beside the step (what was held, what was left). */
   detail?: string;
   /**

@@ -36,6 +36,25 @@ export type RefusalKind =
   /** the act does not fit where the host is (genesis over, not enrolled, a kept file changed) */
   | 'state';
 
+/**
+ * What a refusal names, as data and whole: the entry of an archive, a link's text. A message shows such
+ * values cut when they are long; a JSON report carries them here as they are.
+ */
+export interface Subject {
+  /** The resource whose step was refused, when one was. */
+  resource?: string;
+  /** The refusal's own kind (an archive's: 'link-entry', 'not-local', ...). */
+  kind: string;
+  entry?: string;
+  link?: string;
+}
+
+/** What an error names as data, when it carries a subject (an archive's refusal does). */
+export function subjectOf(err: unknown): Subject | undefined {
+  const subject = err instanceof Error ? (err as { subject?: unknown }).subject : undefined;
+  return typeof subject === 'object' && subject !== null && typeof (subject as Subject).kind === 'string' ? (subject as Subject) : undefined;
+}
+
 /** An error that ends a command with a given status and a message an operator can act on. */
 export class HostError extends Error {
   constructor(
@@ -44,6 +63,8 @@ export class HostError extends Error {
     readonly details: string[] = [],
     /** Set on refusals (exit 3): why, as data. */
     readonly kind?: RefusalKind,
+    /** What the refusal names, whole. */
+    readonly subjects: Subject[] = [],
   ) {
     super(message);
     this.name = 'HostError';
@@ -51,8 +72,8 @@ export class HostError extends Error {
 }
 
 /** Refused before anything on the machine was touched (exit 3). */
-export function refused(message: string, details: string[] = [], kind: RefusalKind = 'invalid'): HostError {
-  return new HostError(EXIT.refused, message, details, kind);
+export function refused(message: string, details: string[] = [], kind: RefusalKind = 'invalid', subjects: Subject[] = []): HostError {
+  return new HostError(EXIT.refused, message, details, kind, subjects);
 }
 
 /** The host cannot start (exit 4). */

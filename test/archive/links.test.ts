@@ -8,8 +8,8 @@ import { readArchive } from '../../src/archive/read.js';
 import type { ApplyResult } from '../../src/apply/apply.js';
 import { declaration, reportOf, testHost, type TestHost } from '../support/host.js';
 import { hashTree } from '../support/tree.js';
-import { inlineArchive } from '../support/archives.js';
-import { DIR_THEN_LINK, LINK_CORPUS, RELEASE_TREE, type LinkCase } from '../support/link-corpus.js';
+import { inlineArchive, memoryObjects, sha256Of } from '../support/archives.js';
+import { DIR_THEN_LINK, LINK_CORPUS, LONG_LINK, longLinkArchive, RELEASE_TREE, type LinkCase } from '../support/link-corpus.js';
 
 /**
  * The link corpus (test/support/link-corpus.ts) through the whole apply: an accepted archive stands in
@@ -192,6 +192,22 @@ describe('a release with links is kept', () => {
     const before = hashTree(scratchDir());
     const result = await host.apply(declaration([inlineArchive('app', TARGET, out)]));
     expect(result.kind, saidOf(result)).toBe('refused');
+    expect(keep(hashTree(scratchDir()))).toEqual(keep(before));
+  });
+});
+
+describe('a refusal found only at the apply (an object fetched then) reports the whole value', () => {
+  it("the report's error names the resource, the entry and the 1,210-character link text whole; its message cuts it", async () => {
+    await freshHost();
+    const file = join(work, 'long-object.tar');
+    longLinkArchive(file);
+    host.kinds({ archiveObjects: () => async () => memoryObjects(new Map([['long.tar', readFileSync(file)]])) });
+    const before = hashTree(scratchDir());
+    const report = reportOf(await host.apply(declaration([{ type: 'archive', id: 'app', path: TARGET, sha256: sha256Of(file), source: { object: 'long.tar' } }])));
+    expect(report.outcome).toBe('failed');
+    expect(report.error?.subjects).toEqual([{ resource: 'app', kind: 'link-entry', entry: 'deep', link: LONG_LINK }]);
+    expect(report.error?.message).toContain(`(${LONG_LINK.length} characters)`);
+    expect(report.error?.message).not.toContain(LONG_LINK);
     expect(keep(hashTree(scratchDir()))).toEqual(keep(before));
   });
 });

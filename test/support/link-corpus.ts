@@ -168,7 +168,7 @@ export const LINK_CORPUS: LinkCase[] = [
   },
 ];
 
-/** A link whose 1,206-character text leaves the target: its refusal shows it cut, the data keeps it whole. */
+/** A link whose 1,210-character text leaves the target: its refusal shows it cut, the data keeps it whole. */
 export const LONG_LINK = `${'../'.repeat(400)}etc/shadow`;
 export const longLinkArchive = py([{ name: 'deep', type: 'symlink', linkname: LONG_LINK }]);
 

@@ -47,7 +47,7 @@ export function finish(ctx: CommandContext, result: ApplyResult): number {
       if (detailed) return detailedExitCode({ changed: result.report.steps.some((s) => s.status === 'done'), failed: result.report.outcome !== 'converged' });
       return result.report.outcome === 'converged' ? EXIT.ok : EXIT.failed;
     case 'refused':
-      throw refused(result.reason, result.details, result.refusal);
+      throw refused(result.reason, result.details, result.refusal, result.subjects);
   }
 }
 

@@ -12,8 +12,9 @@ import { uploadChecked, uploadOf } from './upload.js';
 const idOf = (name: string) => basename(name).replace(/\.(tar\.gz|tgz|tar)$/, '').replace(/[^A-Za-z0-9_.-]/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 128) || 'archive';
 
 /**
- * `meshctl put-archive FILE [--name NAME]`: reads the archive as every host will (an archive hosts
- * would refuse is refused here, before it is uploaded), uploads it to the bucket mesh_archives, and
+ * `meshctl put-archive FILE [--name NAME]`: reads the archive as every host will, with the host's own
+ * reader and limits (an archive hosts would refuse is refused here in the host's words, before it is
+ * uploaded; links are checked over the archive alone, so the answer is the host's), uploads it to the bucket mesh_archives, and
  * prints the resource to paste into a declaration (its path is the operator's to choose).
  */
 export async function putArchiveCommand(ctx: CommandContext): Promise<number> {
@@ -23,7 +24,7 @@ export async function putArchiveCommand(ctx: CommandContext): Promise<number> {
   try {
     await readArchive({ kind: 'file', path: file }, DEFAULT_ARCHIVE_LIMITS);
   } catch (err) {
-    if (err instanceof ArchiveRefused) throw refused(`${file}: hosts would refuse this archive: ${err.message}; nothing was uploaded`);
+    if (err instanceof ArchiveRefused) throw refused(`${file}: hosts would refuse this archive: ${err.message}; nothing was uploaded`, [], 'invalid', [err.subject]);
     throw err;
   }
   await uploadChecked(ctx, upload, sha256);
