@@ -77,6 +77,10 @@ tail -n 1 "$scratch/put-archive.out" | node -e '
   require("fs").writeFileSync(process.argv[1], JSON.stringify(declaration, null, 2));' "$scratch/example-update.json"
 echo
 
+echo "== meshctl plan example-update.json --all --diff (every host asked for the plan it would make for its own signed copy; nothing changes anywhere; exit 2: changes would be made)"
+./bin/meshctl plan "$scratch/example-update.json" --all --diff --log-level warn || [ $? -eq 2 ]
+echo
+
 echo "== meshctl send example example-update.json (fixtures/declarations/example-update.json and the archive at /srv/site), then the same again (it names no sequence: each send takes the next)"
 ./bin/meshctl send example "$scratch/example-update.json" --log-level warn
 wait_reports 2

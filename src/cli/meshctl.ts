@@ -7,6 +7,7 @@ const commands: CommandTable = {
   sign: async () => (await import('./commands/keys.js')).signCommand,
   bundle: async () => (await import('./commands/bundle.js')).bundleCommand,
   send: async () => (await import('./commands/mesh.js')).sendCommand,
+  plan: async () => (await import('./commands/plan.js')).planCommand,
   'put-archive': async () => (await import('./commands/put-archive.js')).putArchiveCommand,
   'put-image': async () => (await import('./commands/put-image.js')).putImageCommand,
   reports: async () => (await import('./commands/mesh.js')).reportsCommand,

@@ -82,6 +82,7 @@ export const meshctlProgram: ProgramSpec = {
     sign: { summary: 'sign a declaration; prints the envelope', args: ['FILE'], options: ['key'] },
     bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'embed-creds', 'node-key', 'out'] },
     send: { summary: 'put a declaration into the mesh for NODE, or each its own copy for --nodes, --select or --all', args: ['NODE?', 'FILE'], options: ['nodes', 'select', 'all', 'key', 'epoch', 'replicas', ...linkOptions] },
+    plan: { summary: 'ask each chosen host for the plan it would make for FILE, changing nothing; changes grouped across nodes', args: ['FILE'], options: ['nodes', 'select', 'all', 'diff', 'timeout', 'key', 'epoch', ...linkOptions] },
     'put-archive': { summary: 'upload an archive to the mesh\'s store; prints the resource to paste', args: ['FILE'], options: ['name', 'replicas', ...linkOptions] },
     'put-image': { summary: 'upload an image archive (docker save, podman save) to the mesh\'s store; prints the image field to paste', args: ['FILE'], options: ['name', 'replicas', ...linkOptions] },
     reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'replicas', ...linkOptions] },

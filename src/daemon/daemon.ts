@@ -32,6 +32,7 @@ import { watchStalls } from './stall-watch.js';
 import { letGo } from '../system/yielder.js';
 import { startDaemonMetrics } from '../metrics/daemon-metrics.js';
 import { peekState } from '../store/store.js';
+import { checkPlanRequest, previewDeclaration } from '../apply/preview.js';
 
 /** An unenrolled daemon given a bundle enrols itself with it. */
 export interface GenesisOrder {
@@ -179,6 +180,11 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
           // Between applies the daemon's own last run is the store as saved: its 10,000 records are not parsed again for each request.
           inventory: async () => hostInventory({ runner, config, state: store.lastSaved() ?? peekState(paths.stateDir), serviceManager: async () => (await serviceManager()).manager }),
           heartbeat: () => heartbeatOf(status(), clock.monotonic() - startedAt),
+          plan: async (request, limit) => {
+            const checked = await checkPlanRequest(request, config);
+            if ('outcome' in checked) return checked;
+            return store.plan((s) => previewDeclaration(env(s), checked.received, { diff: checked.diff, limit }));
+          },
         }),
       ),
       reconcileTimer: fromCallback(({ sendBack }) => {

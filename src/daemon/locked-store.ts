@@ -25,10 +25,36 @@ export class LockedStore {
   private quiesced = false;
   private current: Store | undefined;
   private left: Left | undefined;
+  /** Runs and plans one after another in this process (the lock orders them against other processes). */
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly stateDir: string, private readonly log: Logger) {}
 
-  async run<T>(what: string, fn: (store: Store) => Promise<T>): Promise<T> {
+  run<T>(what: string, fn: (store: Store) => Promise<T>): Promise<T> {
+    return this.inTurn(() => this.runLocked(what, fn));
+  }
+
+  /**
+   * A plan (a dry run) in its turn: against the store the last run left, without the lock, while the
+   * head on disk is that run's save; so a plan takes, writes and removes nothing in the state directory,
+   * not even the lock file. When a command run by hand saved since, it opens the store under the lock
+   * as a run does.
+   */
+  plan<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+    return this.inTurn(() => {
+      const left = this.left;
+      if (left && !this.quiesced && savedHeadKey(this.stateDir) === left.head && left.store.settled()) return fn(left.store);
+      return this.runLocked('plan', fn);
+    });
+  }
+
+  private inTurn<T>(task: () => Promise<T>): Promise<T> {
+    const turn = this.queue.then(task, task);
+    this.queue = turn.catch(() => {});
+    return turn;
+  }
+
+  private async runLocked<T>(what: string, fn: (store: Store) => Promise<T>): Promise<T> {
     if (this.quiesced) throw new Error('the host is ending: no apply or save may start');
     const left = this.left;
     this.left = undefined;

@@ -1,4 +1,4 @@
-import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, declarationSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, reportSubject, statusSubject } from './wire.js';
+import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, declarationSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportSubject, statusSubject } from './wire.js';
 
 /** One subject a host's credentials allow, and why the host needs it. */
 export interface Grant {
@@ -31,6 +31,7 @@ export function hostGrants(node: string): Grant[] {
     { direction: 'subscribe', subject: `${hostInboxPrefix(node)}.>`, why: "its own replies: acknowledgements of its reports, answers of the JetStream API, the archive fetch's deliveries (it connects with this inbox prefix, so it cannot read another host's)" },
     { direction: 'subscribe', subject: statusSubject(node), why: 'answers status requests' },
     { direction: 'subscribe', subject: inventorySubject(node), why: 'answers inventory requests' },
+    { direction: 'subscribe', subject: planSubject(node), why: 'answers plan requests: the plan it would make for a signed declaration, changing nothing' },
   ];
 }
 

@@ -4,7 +4,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Clock } from '../system/clock.js';
 import type { Logger } from '../system/log.js';
 import { connectLink, type LinkSettings } from './connect.js';
-import { DECLARATIONS_BUCKET, declarationSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
+import { DECLARATIONS_BUCKET, declarationSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
 import type { ReportSigner } from './report-trust.js';
 import { lazy } from '../system/interop.js';
 
@@ -20,6 +20,8 @@ export interface LinkHandlers {
   onDown(): void;
   status(): Promise<unknown>;
   inventory(): Promise<unknown>;
+  /** The plan this host would make for a request's signed declaration; `limit` is the largest answer the server takes. */
+  plan?(request: Uint8Array, limit: number): Promise<unknown>;
   heartbeat(): unknown;
 }
 
@@ -39,7 +41,7 @@ export interface LinkOptions {
 /**
  * The link, hiding the NATS client behind a small surface: the machine never sees a
  * NATS type. It listens for puts to this node's key and reads the key when one is heard, on every
- * reconnect and on a timer; answers status and inventory (read-only), sends a heartbeat, and publishes
+ * reconnect and on a timer; answers status, inventory and plans (read-only), sends a heartbeat, and publishes
  * reports with their message id. It carries no actions.
  *
  * Hearing a put is a plain subscription to the key's own subject, not a KV watch: a watch is a
@@ -86,6 +88,8 @@ export class LinkSession {
     void this.followStatus();
     this.answer(statusSubject(node), () => this.handlers.status());
     this.answer(inventorySubject(node), () => this.handlers.inventory());
+    const plan = this.handlers.plan?.bind(this.handlers);
+    if (plan) this.answer(planSubject(node), (data) => plan(data, this.nc?.info?.max_payload ?? 1 << 20));
     this.startHeartbeat();
     // The control side creates the bucket; until it exists the host waits, saying so. Its key is read
     // with a direct get, which names the key in the subject: the only read a host's credentials allow
@@ -219,11 +223,11 @@ export class LinkSession {
     }
   }
 
-  private answer(subject: string, reply: () => Promise<unknown>): void {
+  private answer(subject: string, reply: (data: Uint8Array) => Promise<unknown>): void {
     const sub = this.nc!.subscribe(subject, {
       callback: (err, msg) => {
         if (err) return;
-        reply().then(
+        reply(msg.data).then(
           (value) => msg.respond(JSON.stringify(value)),
           (e: Error) => msg.respond(JSON.stringify({ error: e.message })),
         );

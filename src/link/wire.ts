@@ -7,6 +7,8 @@ export const REPORTS_SUBJECTS = 'mesh.report.>';
 export const nodeOfReportSubject = (subject: string) => subject.slice(reportSubject('').length);
 export const statusSubject = (node: string) => `mesh.node.${node}.status`;
 export const inventorySubject = (node: string) => `mesh.node.${node}.inventory`;
+/** Asks a host for the plan it would make for a signed declaration (changing nothing). */
+export const planSubject = (node: string) => `mesh.node.${node}.plan`;
 export const heartbeatSubject = (node: string) => `mesh.heartbeat.${node}`;
 /** The message id a report is published with: the server stores a retry inside the duplicate window once. */
 export const reportMessageId = (node: string, sequence: number) => `${node}-${sequence}`;

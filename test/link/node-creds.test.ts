@@ -261,7 +261,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`per-node credenti
     });
 
     it("answering another node's requests, reading another host's replies, or hearing puts to another node's key", async () => {
-      for (const subject of ['mesh.node.beta.status', 'mesh.node.beta.inventory', `${hostInboxPrefix('beta')}.>`, '_INBOX.>', 'mesh.report.>', `$KV.${DECLARATIONS_BUCKET}.beta`, `$KV.${DECLARATIONS_BUCKET}.>`]) {
+      for (const subject of ['mesh.node.beta.status', 'mesh.node.beta.inventory', 'mesh.node.beta.plan', `${hostInboxPrefix('beta')}.>`, '_INBOX.>', 'mesh.report.>', `$KV.${DECLARATIONS_BUCKET}.beta`, `$KV.${DECLARATIONS_BUCKET}.>`]) {
         const refusal = new Promise<Error | null>((resolve) => {
           const sub = host.subscribe(subject, { callback: (err) => resolve(err) });
           // Allowed, it would sit silently: give the refusal ten seconds to arrive.

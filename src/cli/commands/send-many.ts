@@ -36,7 +36,7 @@ class Unchanged extends Error {
 }
 
 /** The file as one plain declaration for many nodes: no envelope, no node of its own unless it is the only target, no sequence. */
-function fleetDeclaration(file: string, bytes: Buffer): Record<string, unknown> {
+export function fleetDeclaration(file: string, bytes: Buffer): Record<string, unknown> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(bytes.toString('utf8'));
