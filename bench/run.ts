@@ -15,6 +15,7 @@ import { benchPeers } from './peers.js';
 import { benchCrash } from './crash.js';
 import { benchScale } from './scale.js';
 import { benchStatus } from './status.js';
+import { benchNewcomer } from './newcomer.js';
 
 const project = fileURLToPath(new URL('../../', import.meta.url));
 const only = process.argv[2];
@@ -45,7 +46,7 @@ const out = () => {
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, watch-daemon, scale, archive, release) runs one part and keeps the others.',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, watch-daemon, scale, archive, release, newcomer) runs one part and keeps the others.',
       '',
       `Machine: ${machine()}`,
       '',
@@ -89,6 +90,8 @@ const parts: Array<{ name: string; sections: () => Promise<string[]>; alone?: bo
   { name: 'watch-daemon', sections: benchWatchDaemon },
   { name: 'archive', sections: benchArchive },
   { name: 'release', sections: benchRelease },
+  // Minutes, and everything downloaded again from Debian's and npm's registries.
+  { name: 'newcomer', sections: benchNewcomer, alone: true },
 ];
 
 for (const part of parts) {

@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { IMAGE_POLICY_RC_D, freshMachineUnavailable } from '../support/fresh-debian.js';
+import { NEWCOMER_TIMEOUT_MS, newcomerRun } from '../support/newcomer.js';
+
+/**
+ * README's first command on a fresh Debian 12 machine, as a newcomer runs it: nothing installed but
+ * Debian's minimal system, git, Node.js and this image's policy-rc.d; a fresh clone of the commit under
+ * test; `bash scripts/try.sh`, which installs everything itself from Debian's and npm's registries.
+ * The fresh Debian tree is made once (a minute or two) and kept; each run installs everything again.
+ */
+const unavailable = freshMachineUnavailable();
+describe.skipIf(unavailable !== undefined && !process.env.CI)(`a newcomer's fresh machine${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
+  it("bash scripts/try.sh on a fresh clone runs to its end and prints README's lines; the machine's policy-rc.d is byte for byte and mode as it was", async () => {
+    const { run, problems, policy } = await newcomerRun();
+    expect(run.code, `${run.failure?.message ?? ''}\n${run.stdout}\n${run.stderr}`).toBe(0);
+    expect(problems, `it printed:\n${run.stdout}`).toEqual([]);
+    expect(policy.before?.text).toBe(IMAGE_POLICY_RC_D);
+    expect(policy.after).toEqual(policy.before);
+  }, NEWCOMER_TIMEOUT_MS + 600_000);
+});
