@@ -42,6 +42,8 @@ export function* places<E extends { name: string }>(fs: TargetReads, target: str
 export interface Drift {
   name: string;
   why: string;
+  /** A link of the archive to make again: its text (a hard link's file), and the text found instead, if any. */
+  link?: { to: string; was?: string; hard?: true };
 }
 
 /**
@@ -74,7 +76,11 @@ export function driftOf(fs: TargetReads, target: string, journal: { entries: rea
   const intact = new Map<string, boolean>();
   for (const { entry, path, st } of found) {
     const why = st === undefined ? 'missing' : entryDrift(fs, path, st, entry, owner, { names, stats, intact, problems });
-    if (why) drift.push({ name: entry.name, why });
+    if (!why) continue;
+    const item: Drift = { name: entry.name, why };
+    if (entry.type === 'symlink') item.link = { to: entry.link!, ...(st?.isSymbolicLink() ? { was: fs.readlink(path) } : {}) };
+    else if (entry.type === 'hardlink') item.link = { to: entry.link!, hard: true };
+    drift.push(item);
   }
   return { drift, problems };
 }

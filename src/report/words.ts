@@ -50,11 +50,13 @@ export function wordsOf(change: Change): string {
     case 'fetch':
       return `fetch ${change.object === undefined ? 'inline' : `object '${change.object}'`}`;
     case 'unpack':
-      return `unpack ${short(change.sha256)}${change.entries === undefined ? '' : ` (${entries(change.entries)}, ${change.bytes} bytes)`}`;
+      return `unpack ${short(change.sha256)}${change.entries === undefined ? '' : ` (${entries(change.entries)}, ${change.bytes} bytes${change.links ? `, ${change.links} link${change.links === 1 ? '' : 's'}` : ''})`}`;
     case 'finish-unpack':
       return `finish the unpack of ${short(change.sha256)} cut short`;
     case 'restore':
       return `restore ${entries(change.entries)}: ${change.drift.map((d) => `${d.name} (${d.why})`).join(', ')}${change.entries > change.drift.length ? ', …' : ''}`;
+    case 'relink':
+      return `relink ${change.entries === 1 ? '1 link' : `${change.entries} links`}: ${change.links.map((l) => `${l.name} → ${l.to}${l.hard ? ' (hard)' : ''}${l.was === undefined ? '' : ` (was ${l.was})`}`).join(', ')}${change.entries > change.links.length ? ', …' : ''}`;
     case 'remove-entries':
       return change.lacking ? `remove ${entries(change.entries)} the new archive lacks` : entries(change.entries);
   }

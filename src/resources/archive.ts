@@ -11,7 +11,7 @@ import { obtainArchive, type ArchiveEnv } from '../archive/obtain.js';
 import { readArchive, type Manifest } from '../archive/read.js';
 import { ArchiveRefused } from '../archive/refusal.js';
 import { look, type Owner, type TargetWrites } from '../archive/target.js';
-import { driftOf } from '../archive/drift.js';
+import { driftOf, type Drift } from '../archive/drift.js';
 import { keptCopies, stageRemoval } from '../archive/removal.js';
 import { preflight, unpack } from '../archive/unpack.js';
 import type { ResourceRecord } from '../store/state.js';
@@ -70,6 +70,16 @@ export function archiveHandler(host: ArchiveHost): ResourceHandler<ArchiveResour
   };
 }
 
+/** Drift as changes: the archive's links made again (relink), the rest restored; the first five of each named. */
+function restoring(drift: Drift[]): Change[] {
+  const links = drift.filter((d) => d.link);
+  const rest = drift.filter((d) => !d.link);
+  return [
+    ...(rest.length ? [{ kind: 'restore' as const, entries: rest.length, drift: rest.slice(0, 5).map(({ name, why }) => ({ name, why })) }] : []),
+    ...(links.length ? [{ kind: 'relink' as const, entries: links.length, links: links.slice(0, 5).map((d) => ({ name: d.name, ...d.link! })) }] : []),
+  ];
+}
+
 async function converge(resource: ArchiveResource, ctx: ConvergeContext, apply: boolean, env: ArchiveEnv): Promise<Checked> {
   const target = resource.path;
   const checked = (verb: Checked['verb'], changes: Change[], more?: Omit<Checked, 'step' | 'verb'>) => checkedOf(resource, target, verb, changes, more);
@@ -101,7 +111,7 @@ async function converge(resource: ArchiveResource, ctx: ConvergeContext, apply: 
       if (!record) keepRecord(journal.created);
       return checked('none', []);
     }
-    const changes: Change[] = [...targetDrift, ...(drift.length ? [{ kind: 'restore' as const, entries: drift.length, drift: drift.slice(0, 5).map(({ name, why }) => ({ name, why })) }] : [])];
+    const changes: Change[] = [...targetDrift, ...restoring(drift)];
     if (!apply) return checked('update', changes);
     return carryOut(resource, ctx, env, owner, journal, changes, 'update');
   }
@@ -125,8 +135,10 @@ async function converge(resource: ArchiveResource, ctx: ConvergeContext, apply: 
   if (manifest) {
     const { problems } = preflight(ctx.fs, target, manifest, journal);
     if (problems.length > 0) return refuse(problems.join('; '));
-    const leaving = journal ? journal.entries.filter((e) => !manifest.entries.some((m) => m.name === e.name)).length : 0;
-    changes.push({ kind: 'unpack', sha256: resource.sha256, entries: manifest.entries.length, bytes: manifest.bytes }, ...(leaving ? [{ kind: 'remove-entries' as const, entries: leaving, lacking: true as const }] : []));
+    const names = new Set(manifest.entries.map((m) => m.name));
+    const leaving = journal ? journal.entries.filter((e) => !names.has(e.name)).length : 0;
+    const links = manifest.entries.filter((e) => e.type === 'symlink' || e.type === 'hardlink').length;
+    changes.push({ kind: 'unpack', sha256: resource.sha256, entries: manifest.entries.length, bytes: manifest.bytes, ...(links ? { links } : {}) }, ...(leaving ? [{ kind: 'remove-entries' as const, entries: leaving, lacking: true as const }] : []));
   } else if (!env.objects) {
     return refuse(new ArchiveRefused('no-link', `${sourceWords(resource)} must be fetched from the archive store, and this host has no link (no servers are configured)`).message);
   } else {

@@ -52,11 +52,16 @@ export type Change =
   /** An archive fetched from the archive store (by object name). */
   | { kind: 'fetch'; object?: string }
   /** An archive unpacked; how many entries and bytes, when it could be read before the apply. */
-  | { kind: 'unpack'; sha256: string; entries?: number; bytes?: number }
+  | { kind: 'unpack'; sha256: string; entries?: number; bytes?: number; links?: number }
   /** An unpack a crash cut short, finished. */
   | { kind: 'finish-unpack'; sha256: string }
   /** Entries of an archive restored from its kept copy (the first few named, with what drifted). */
   | { kind: 'restore'; entries: number; drift: Array<{ name: string; why: string }> }
+  /**
+   * Links of an archive made again (changed or removed by hand): how many, and the first few with the
+   * text each gets (`to`; a hard link's file, `hard`) and the text found instead (`was`), if any.
+   */
+  | { kind: 'relink'; entries: number; links: Array<{ name: string; to: string; was?: string; hard?: true }> }
   /** Entries an archive unpacked that go: all of them at its removal, or those a new archive lacks. */
   | { kind: 'remove-entries'; entries: number; lacking?: true };
 

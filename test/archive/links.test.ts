@@ -100,6 +100,8 @@ describe('an archive whose links stay inside the target unpacks them as links', 
     const report = reportOf(await host.apply(declaration([resource])));
     expect(report.outcome, JSON.stringify(report.steps)).toBe('converged');
     expect(standing(target(), c.tree!)).toEqual(c.tree);
+    const links = Object.values(c.tree!).filter((v) => v.startsWith('link:') || v.startsWith('same:')).length;
+    expect(report.steps[0]!.changes).toContainEqual(expect.objectContaining({ kind: 'unpack', links }));
     expect(journaled(readJournal(host.stateDir, TARGET)!)).toEqual(corpusAsJournal(c.tree!));
     expect(outsideTarget()).toEqual(before);
 
@@ -142,8 +144,17 @@ describe('a release with links is kept', () => {
 
     const report = reportOf(await host.apply(declaration([release()])));
     expect(report.outcome, JSON.stringify(report.steps)).toBe('converged');
-    const said = report.steps[0]!.actions.join(' ');
-    for (const part of ["bin/tool (links to '/etc/passwd', not '../lib/tool/main.js')", 'lib/libfoo.so (missing)', "lib/libfoo.so.1.2.3 (no longer a hard link to 'lib/libfoo-compat.so.1.2.3')", "current (links to '../../outside', not 'versions/1.2')"]) expect(said).toContain(part);
+    // Said as data (the relink change) and in words made from it.
+    expect(report.steps[0]!.changes).toContainEqual({
+      kind: 'relink', entries: 4,
+      links: [
+        { name: 'bin/tool', to: '../lib/tool/main.js', was: '/etc/passwd' },
+        { name: 'current', to: 'versions/1.2', was: '../../outside' },
+        { name: 'lib/libfoo.so', to: 'libfoo.so.1' },
+        { name: 'lib/libfoo.so.1.2.3', to: 'lib/libfoo-compat.so.1.2.3', hard: true },
+      ],
+    });
+    expect(report.steps[0]!.actions.join(' ')).toContain('relink 4 links: bin/tool → ../lib/tool/main.js (was /etc/passwd), current → versions/1.2 (was ../../outside)');
     expect(standing(target(), RELEASE_TREE)).toEqual(RELEASE_TREE);
     expect(outsideTarget()).toEqual(before);
     expect(readFileSync(join(scratchDir(), 'outside/secret'), 'utf8')).toBe('kept');
