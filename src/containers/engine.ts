@@ -66,8 +66,11 @@ export interface ContainerEngine {
   rename(id: string, name: string): Promise<void>;
   /** The last lines of its log (stdout and stderr as they came). */
   logs(id: string, lines: number): Promise<string>;
-  /** The engine's event stream for containers with these labels; ends when `signal` aborts. */
-  events(labels: string[], actions: string[], signal: AbortSignal): AsyncIterable<EngineEvent>;
+  /**
+   * The engine's event stream for containers with these labels, every action (podman 4.3's API answers
+   * an `event` filter with nothing at all: the reader picks the actions); ends when `signal` aborts.
+   */
+  events(labels: string[], signal: AbortSignal): AsyncIterable<EngineEvent>;
 }
 
 /** Waits for a progress stream (pull, load) to end; its error lines are errors. */
@@ -185,12 +188,12 @@ export async function dockerEngine(socketPath: string): Promise<ContainerEngine>
     async logs(id, lines) {
       return demuxLog(await docker.getContainer(id).logs({ stdout: true, stderr: true, tail: lines, follow: false }));
     },
-    events: (labels, actions, signal) => engineEvents(docker, labels, actions, signal),
+    events: (labels, signal) => engineEvents(docker, labels, signal),
   };
 }
 
-async function* engineEvents(docker: Dockerode, labels: string[], actions: string[], signal: AbortSignal): AsyncIterable<EngineEvent> {
-  const stream = (await docker.getEvents({ filters: { type: ['container'], label: labels, event: actions }, abortSignal: signal } as Dockerode.GetEventsOptions)) as NodeJS.ReadableStream & { destroy(): void };
+async function* engineEvents(docker: Dockerode, labels: string[], signal: AbortSignal): AsyncIterable<EngineEvent> {
+  const stream = (await docker.getEvents({ filters: { type: ['container'], label: labels }, abortSignal: signal } as Dockerode.GetEventsOptions)) as NodeJS.ReadableStream & { destroy(): void };
   signal.addEventListener('abort', () => stream.destroy(), { once: true });
   let rest = '';
   try {

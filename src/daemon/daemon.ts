@@ -28,6 +28,7 @@ import { heartbeatOf, statusOf } from './status.js';
 import { savedStateReader } from './saved-state.js';
 import { applyPending, waitingReports } from './worker.js';
 import { startWatching } from './watching.js';
+import { engineOnce } from '../containers/connect.js';
 import { watchStalls } from './stall-watch.js';
 import { letGo } from '../system/yielder.js';
 import { startDaemonMetrics } from '../metrics/daemon-metrics.js';
@@ -71,6 +72,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
   const { paths, log, clock, runner } = options;
   let config: HostConfig = loadConfig(paths.configPath).config;
   let serviceManager = serviceManagerOnce(runner, config);
+  let containerEngine = engineOnce(config.containerSocket);
   const outbox = new Outbox(paths.stateDir, config.outbox);
   const kept = new RememberedKept(paths.stateDir);
   // Full collections fitted to each apply: a small heap compacts and marks early (see system/memory.ts).
@@ -138,6 +140,7 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
       loadStore: fromPromise<LoadedStore>(async () => {
         config = loadConfig(paths.configPath).config;
         serviceManager = serviceManagerOnce(runner, config);
+        containerEngine = engineOnce(config.containerSocket);
         settingsWatch.settle(config);
         store.reopen();
         return store.run('start', async (s) => {
@@ -204,11 +207,12 @@ export async function runDaemon(options: DaemonOptions): Promise<{ code: number;
           config: () => config,
           kept,
           serviceManager: () => serviceManager(),
+          containerEngine: () => containerEngine(),
           log,
           onFound: (found) => {
-            for (const kind of ['unit', 'drift'] as const) {
+            for (const kind of ['unit', 'drift', 'container'] as const) {
               const n = found.filter((f) => f.kind === kind).length;
-              if (n > 0) metrics.driftFound(kind === 'unit' ? 'unit' : 'path', n);
+              if (n > 0) metrics.driftFound(kind === 'drift' ? 'path' : kind, n);
             }
             sendBack({ type: 'DRIFT_FOUND', found: found.map((f) => f.message) });
           },

@@ -7,6 +7,7 @@ import type { StoreState } from '../store/state.js';
 import type { Logger } from '../system/log.js';
 import type { Finding } from '../watch/finding.js';
 import { watchHost } from '../watch/watchers.js';
+import type { ContainerEngine } from '../containers/engine.js';
 
 export interface WatchingDeps {
   stateDir: string;
@@ -16,6 +17,8 @@ export interface WatchingDeps {
   config: () => HostConfig;
   kept: KeptDeclaration;
   serviceManager: () => Promise<ManagerChoice>;
+  /** The container engine, reached when the host made containers. */
+  containerEngine: () => Promise<ContainerEngine>;
   log: Logger;
   onFound(found: Finding[]): void;
 }
@@ -35,6 +38,8 @@ export function startWatching(deps: WatchingDeps): () => void {
     records: state.records,
     root: deps.root,
     serviceManager: async () => (await deps.serviceManager()).manager,
+    containerEvents: async () => (await deps.containerEngine()).events,
+    node: deps.config().node,
     onFound: (found) => {
       deps.log.info({ found: found.map((f) => f.message) }, 'watch: found between applies; a reconcile is asked for');
       deps.onFound(found);

@@ -7,7 +7,7 @@ import { parseLoopbackListen, serveMetrics, writeMetricsFile } from './export.js
 /** The daemon's metrics: counted as applies end and watchers find, exported where the configuration says. */
 export interface DaemonMetrics {
   applied(trigger: Trigger, outcome: Outcome, seconds: number): void;
-  driftFound(kind: 'unit' | 'path', count: number): void;
+  driftFound(kind: 'unit' | 'path' | 'container', count: number): void;
   /** Writes the textfile (when configured); called after every apply and refusal. */
   written(): Promise<void>;
   close(): Promise<void>;

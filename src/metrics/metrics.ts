@@ -35,7 +35,7 @@ export class HostMetrics {
     const registers = [registry];
     const applies = new client.Counter({ name: 'mesh_host_applies_total', help: 'Applies since the daemon started, by what asked for them and how they ended.', labelNames: ['trigger', 'outcome'] as const, registers });
     const duration = new client.Histogram({ name: 'mesh_host_apply_duration_seconds', help: 'How long applies took, from the plan to the report.', labelNames: ['trigger'] as const, buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers });
-    const drift = new client.Counter({ name: 'mesh_host_drift_found_total', help: 'Changes the watchers found between applies: a unit that left running (unit), an owned path changed by someone else (path).', labelNames: ['kind'] as const, registers });
+    const drift = new client.Counter({ name: 'mesh_host_drift_found_total', help: 'Changes the watchers found between applies: a unit that left running (unit), an owned path changed by someone else (path), a container of the host that died or was removed (container).', labelNames: ['kind'] as const, registers });
     const gauge = (name: string, help: string, read: (g: Gauge) => void, labelNames: string[] = []) =>
       new client.Gauge({ name, help, labelNames, registers, collect() { read(this); } });
     gauge('mesh_host_refusals', 'Declarations refused before anything was touched, by kind, as the store counts them (kept across restarts).', (g) => {
@@ -61,7 +61,7 @@ export class HostMetrics {
     this.duration.observe({ trigger }, seconds);
   }
 
-  driftFound(kind: 'unit' | 'path', count = 1): void {
+  driftFound(kind: 'unit' | 'path' | 'container', count = 1): void {
     this.drift.inc({ kind }, count);
   }
 

@@ -1,7 +1,7 @@
 /** What a watcher saw between applies: said in the report of the reconcile it asked for. */
 export interface Finding {
-  kind: 'unit' | 'drift';
-  /** The unit, or the path as declared. */
+  kind: 'unit' | 'drift' | 'container';
+  /** The unit, the path as declared, or the container's name. */
   target: string;
   /** One line: `fail2ban.service was failed`, `drift: /etc/x content changed`. */
   message: string;

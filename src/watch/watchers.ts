@@ -6,6 +6,7 @@ import type { Finding, Watcher } from './finding.js';
 import { watchFootprint, type Owned } from './footprint.js';
 import { unitProbe } from './probes.js';
 import { watchUnits } from './units.js';
+import { watchContainers, type ContainerEvents } from './containers.js';
 
 export interface HostWatchInput {
   /**
@@ -25,6 +26,10 @@ export interface HostWatchInput {
   managerRoot?: string;
   /** Asked for only when a service is to be watched. */
   serviceManager?: () => Promise<ServiceManager | undefined>;
+  /** The container engine's events, asked for only when the host made containers (the store records them). */
+  containerEvents?: () => Promise<ContainerEvents>;
+  /** This host's node id: its containers carry it as a label. */
+  node?: string;
   onFound(found: Finding[]): void;
   /** Once the units are watched (their first look taken): what happens to them from then on is heard. */
   onUnitsWatched?(units: readonly string[]): void;
@@ -57,6 +62,9 @@ export function watchHost(input: HostWatchInput): HostWatcher {
   let closed = false;
   const footprint = owned.length > 0 ? watchFootprint({ owned, root: input.root, onFound: input.onFound, log: input.log }) : undefined;
   if (footprint) watchers.push(footprint);
+  if (input.containerEvents && input.node !== undefined && Object.values(input.records).some((r) => r.type === 'container')) {
+    watchers.push(watchContainers({ events: input.containerEvents, label: `mesh-host.node=${input.node}`, onFound: input.onFound, log: input.log }));
+  }
   const serviceManager = input.serviceManager;
   if (serviceManager) {
     const watched = async () => {
