@@ -70,8 +70,10 @@ function linkCounts(stats: Map<string, Stats | undefined>, entries: readonly Jou
 export function driftOf(fs: TargetReads, target: string, journal: { entries: readonly JournalEntry[] }, owner: Owner): { drift: Drift[]; problems: string[] } {
   const drift: Drift[] = [];
   const problems: string[] = [];
-  const found = [...places(fs, target, journal.entries, problems)];
-  const stats = new Map(found.map(({ entry, st }) => [entry.name, st]));
+  // Hard links are judged against their files' stats: only then is every place looked at before any is judged.
+  const hard = journal.entries.some((e) => e.type === 'hardlink');
+  const found = hard ? [...places(fs, target, journal.entries, problems)] : places(fs, target, journal.entries, problems);
+  const stats = hard ? new Map([...found].map(({ entry, st }) => [entry.name, st])) : new Map<string, Stats | undefined>();
   const names = linkCounts(stats, journal.entries);
   const intact = new Map<string, boolean>();
   for (const { entry, path, st } of found) {

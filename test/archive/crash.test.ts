@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { journalPath, readJournal } from '../../src/archive/journal.js';
@@ -17,8 +17,9 @@ import { peekState } from '../../src/store/store.js';
  * the root or in the state directory that the store does not account for. The instants: at the
  * rename of the journal naming the old and the new entries (the main thread's first rename), just
  * after it (the journal folder opened to be flushed), at the Nth of the 50 files' renames (strace
- * counts per thread, so the files are renamed by one libuv thread), and just after the journal of the
- * new set is saved, before the store is.
+ * counts per thread, so the files are renamed by one libuv thread), at the rename of the first of the
+ * new archive's two links (made after every file, on the same thread), and just after the journal of
+ * the new set is saved, before the store is.
  */
 let cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -31,10 +32,11 @@ function setup() {
   cleanups.push(s.cleanup);
   const root = join(s.dir, 'root');
   mkdirSync(join(root, 'opt'), { recursive: true });
-  const make = (name: string, files: Record<string, string>) => {
+  const make = (name: string, files: Record<string, string>, links: Record<string, string> = {}) => {
     const dir = join(s.dir, name);
     mkdirSync(dir);
     for (const [file, content] of Object.entries(files)) writeFileSync(join(dir, file), content);
+    for (const [link, text] of Object.entries(links)) symlinkSync(text, join(dir, link));
     gnuTar(['czf', `${dir}.tgz`, '-C', dir, '.']);
     const decl = join(s.dir, `${name}.json`);
     writeFileSync(decl, JSON.stringify({ version: 1, node: 'n1', mode: 'converged', sequence: 1, resources: [inlineArchive('app', '/opt/app', `${dir}.tgz`)] }));
@@ -53,7 +55,7 @@ function setup() {
   const config = join(s.dir, 'host.json');
   writeFileSync(config, JSON.stringify({ node: 'n1' }));
   const state = join(s.dir, 'state');
-  return { root, state, flags: ['--root', root, '--state-dir', state, '--config', config, '--log-level', 'warn'], one: make('v1', v1), two: make('v2', v2) };
+  return { root, state, flags: ['--root', root, '--state-dir', state, '--config', config, '--log-level', 'warn'], one: make('v1', v1), two: make('v2', v2, { current: 'a0', newest: 'current' }) };
 }
 
 /** The target as names and contents, without the write path's temporaries (a restart removes them). */
@@ -68,6 +70,7 @@ function contents(dir: string, withTemporaries = false): Record<string, string> 
 /** Where strace must show the apply killed: the journal's temporary renamed over it, its folder opened to be flushed, a new file's temporary renamed to its name. */
 const JOURNAL_RENAME = /^\d+\s+rename\("[^"]*\/state\/unpacked\/[0-9a-f]{64}\.json\.tmp-[^"]+", "[^"]*\/state\/unpacked\/[0-9a-f]{64}\.json"/;
 const JOURNAL_FLUSH = /^\d+\s+openat\(AT_FDCWD(<[^>]*>)?, "[^"]*\/state\/unpacked", [^)]*O_DIRECTORY/;
+const LINK_RENAME = /^\d+\s+rename\("\/proc\/self\/fd\/\d+\/\.(current|newest)\.mesh-host-[^"]+", "\/proc\/self\/fd\/\d+\/\1"[ )]/;
 const FILE_RENAME = /^\d+\s+rename\("\/proc\/self\/fd\/\d+\/\.(a\d+|new\d+)\.mesh-host-[^"]+", "\/proc\/self\/fd\/\d+\/\1"[ )]/;
 
 describe.skipIf(straceMissing && !process.env.CI)('a SIGKILL in the middle of replacing an archive', () => {
@@ -77,6 +80,7 @@ describe.skipIf(straceMissing && !process.env.CI)('a SIGKILL in the middle of re
     ['the 2nd file is renamed', { when: 2, place: FILE_RENAME }],
     ['the 20th file is renamed', { when: 20, place: FILE_RENAME }],
     ['the 50th (last) file is renamed', { when: 50, place: FILE_RENAME }],
+    ['the first link is renamed into place', { when: 51, place: LINK_RENAME }],
     ['the journal of the new set is saved, before the store', { when: 2, afterJournal: true, place: JOURNAL_FLUSH }],
   ];
   it.each(instants)('killed when %s: the journal names all that is the host\'s, and after the restart the journal and the machine agree', async (_name, { when, afterJournal, place }) => {
