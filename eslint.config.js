@@ -12,4 +12,15 @@ export default tseslint.config(
       'no-constant-condition': ['error', { checkLoops: false }],
     },
   },
+  // Small functions and files with one job, counted as a reader scrolls them (blank lines and comments
+  // included). The lifecycle machine is one reading and may go to 450 lines. Warnings until the
+  // engine's and the archives' rewrites land; then errors.
+  {
+    files: ['src/**/*.ts', 'machines/**/*.ts'],
+    rules: {
+      'max-lines-per-function': ['warn', { max: 80 }],
+      'max-lines': ['warn', { max: 300 }],
+    },
+  },
+  { files: ['machines/lifecycle.ts'], rules: { 'max-lines': ['warn', { max: 450 }] } },
 );

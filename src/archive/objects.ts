@@ -65,7 +65,7 @@ export function natsArchiveObjects(nc: NatsConnection): ArchiveObjects {
       if (!result) return undefined;
       // The client checks the object's own digest at the end: a corrupt object errors the stream.
       result.error.catch(() => {});
-      return result.data as unknown as AsyncIterable<Uint8Array>;
+      return result.data;
     },
   };
 }
@@ -73,7 +73,8 @@ export function natsArchiveObjects(nc: NatsConnection): ArchiveObjects {
 /** Uploads a file into the archive store (creating the bucket when missing); what the store then says of it. */
 export async function putArchiveObject(nc: NatsConnection, name: string, file: string): Promise<ArchiveObjectInfo> {
   const bucket = await openBucket(nc, true);
-  const stream = Readable.toWeb(createReadStream(file, { highWaterMark: 128 * 1024 })) as unknown as ReadableStream<Uint8Array>;
+  // A file read without an encoding gives Buffers: the web stream's chunks are bytes.
+  const stream = Readable.toWeb(createReadStream(file, { highWaterMark: 128 * 1024 })) as ReadableStream<Uint8Array>;
   const info = await bucket.put({ name }, stream);
   return infoOf(info)!;
 }

@@ -43,7 +43,7 @@ export async function openBundle(bytes: Buffer, source: string): Promise<{ bundl
     if (typeof b.publicKey !== 'string' || !/^O[A-Z2-7]{55}$/.test(b.publicKey)) problems.push('/publicKey: not an operator public key (O…)');
     if (typeof b.link !== 'object' || b.link === null || !Array.isArray(b.link.servers) || !b.link.servers.every((s) => typeof s === 'string')) {
       problems.push('/link/servers: a list of server URLs');
-    } else problems.push(...linkProblems(b.link as unknown as Record<string, unknown>));
+    } else problems.push(...linkProblems(b.link));
     if (b.secrets !== undefined) problems.push(...secretsProblems(b.secrets));
     if (b.keyRevision !== undefined && (!Number.isInteger(b.keyRevision) || b.keyRevision < 1)) problems.push('/keyRevision: a revision (a whole number, at least 1)');
     if (!isEnvelope(b.declaration)) problems.push('/declaration: a signed envelope {payload, key, signature}');
@@ -75,7 +75,8 @@ function secretsProblems(secrets: unknown): string[] {
 }
 
 /** The link's credentials are paths on the host; anything else there is refused, named. */
-function linkProblems(link: Record<string, unknown>): string[] {
+function linkProblems(given: object): string[] {
+  const link = given as Record<string, unknown>;
   const problems: string[] = [];
   for (const key of Object.keys(link)) if (!['servers', 'creds', 'nkeySeed', 'tls'].includes(key)) problems.push(`/link/${key}: unknown field`);
   for (const key of ['creds', 'nkeySeed'] as const) if (link[key] !== undefined && typeof link[key] !== 'string') problems.push(`/link/${key}: a path`);

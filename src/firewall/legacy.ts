@@ -28,7 +28,7 @@ export function readLegacySave(text: string, family: 'ip' | 'ip6'): ReadChain[] 
     if (line.startsWith(':')) {
       const m = /^:(\S+)\s+(\S+)/.exec(line);
       if (!m) throw new Error(`${where()} is not a chain`);
-      const [, name, policy] = m as unknown as [string, string, string];
+      const [, name = '', policy = ''] = m;
       const hook = policy !== '-' ? BUILT_IN_HOOKS[name] : undefined;
       chains.set(`${table}\0${name}`, {
         backend: 'legacy',

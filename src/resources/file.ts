@@ -10,7 +10,7 @@ import { lineChanges } from './line-changes.js';
 import { PathRefused } from './rooted-fs.js';
 import { checkedOf, pathShape, UNCHANGED, type Checked, type ConvergeContext, type ResourceHandler } from './types.js';
 import { CREATE, HOLD, LEAVE, REMOVE, TAKE, type Change } from './changes.js';
-import type { TakenOriginal } from './write-batch.js';
+import type { TakenOriginal } from './write-ops.js';
 
 /** A sensitive file's content change: without a hint of its content, not even its line counts. */
 const SENSITIVE_CHANGE: Change = Object.freeze({ kind: 'content', sensitive: true });

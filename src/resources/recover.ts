@@ -5,7 +5,8 @@ import type { Store } from '../store/store.js';
 import type { Logger } from '../system/log.js';
 import { yielder } from '../system/yielder.js';
 import { PathRefused, RootedFs } from './rooted-fs.js';
-import type { Intent, IntentEntry, TakenOriginal } from './write-batch.js';
+import type { Intent, IntentEntry } from './write-commit.js';
+import type { TakenOriginal } from './write-ops.js';
 
 export interface Recovered {
   /** Temporary files of a batch cut short, removed from their target directories. */

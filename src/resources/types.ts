@@ -6,7 +6,8 @@ import type { Origin, ResourceRecord } from '../store/state.js';
 import type { Logger } from '../system/log.js';
 import type { Accounts } from './accounts.js';
 import type { RootedFs } from './rooted-fs.js';
-import type { Amendment, WriteBatch } from './write-batch.js';
+import type { WriteBatch } from './write-batch.js';
+import type { Amendment } from './write-commit.js';
 import { NO_CHANGES, type Change } from './changes.js';
 
 /** What a check decided for one resource: the word a step's line leads with. */

@@ -1,18 +1,6 @@
-import { closeSync, constants, fchmod, fchown, fstatSync, fsync, lchown, link, lstat, open, readFile, rename, symlink, unlink, writeSync, type Stats } from 'node:fs';
-import { promisify } from 'node:util';
+import { closeSync, constants, fstatSync, writeSync, type Stats } from 'node:fs';
+import { fchmodAsync, fchownAsync, fsyncAsync, lchownAsync, linkAsync, lstatAsync, openAsync, readFileAsync, renameAsync, symlinkAsync, unlinkAsync } from './fd-calls.js';
 import type { RootedFs } from './rooted-fs.js';
-
-const symlinkAsync = promisify(symlink);
-const lchownAsync = promisify(lchown);
-const linkAsync = promisify(link);
-const renameAsync = promisify(rename);
-const lstatAsync = promisify(lstat);
-const unlinkAsync = promisify(unlink);
-const openAsync = promisify(open);
-const readFileAsync = promisify(readFile);
-const fchownAsync = promisify(fchown);
-const fchmodAsync = promisify(fchmod);
-const fsyncAsync = promisify(fsync);
 
 /** A symbolic link to make: its text is written as given, never resolved or followed here. */
 export interface SymlinkOp {

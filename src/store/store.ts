@@ -1,26 +1,15 @@
-import { readFileSync, readdirSync, unlinkSync, mkdirSync, lstatSync, chmodSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../system/log.js';
 import { cannotStart } from '../system/errors.js';
-import { temporaryPrefix, writeDurably, writeDurablyAsync } from '../system/durable.js';
+import { writeDurably, writeDurablyAsync } from '../system/durable.js';
 import { IntentJournal } from './intents.js';
-import {
-  appendLine, appendLineAsync, dropGeneration, readJournal, removeOtherJournals, startGeneration, startGenerationAsync, trimJournal,
-  type JournalLine, type JournalMark,
-} from './records.js';
+import { appendLine, appendLineAsync, dropGeneration, removeOtherJournals, startGeneration, startGenerationAsync, trimJournal, type JournalMark } from './records.js';
 import { emptyState, recordTable, type ResourceRecord, type StoreState } from './state.js';
-import { yielder } from '../system/yielder.js';
+import { ensureStateDir, readStore, removeLeftovers, STATE_FILE } from './disk.js';
+import { COMPACT_SLACK, lineOf, measured, steadyHead, wholeLineInSlices, type SavePlan } from './save-plan.js';
 
-export const STATE_FILE = 'state.json';
-
-/** Creates the state directory 0700, and refuses one another account could write. */
-export function ensureStateDir(stateDir: string): void {
-  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-  const st = lstatSync(stateDir);
-  if (!st.isDirectory()) throw cannotStart(`the state directory ${stateDir} is not a directory`);
-  if (st.uid !== process.getuid?.()) throw cannotStart(`the state directory ${stateDir} is owned by uid ${st.uid}, not by this host's account`);
-  if ((st.mode & 0o022) !== 0) chmodSync(stateDir, 0o700);
-}
+export { ensureStateDir, STATE_FILE } from './disk.js';
 
 /**
  * The store (docs/design.md, "The store"): a working copy that changes as the apply goes, and saves that are atomic,
@@ -284,54 +273,6 @@ export class Store {
   }
 }
 
-/** Lines after a generation's first may grow to half of it, plus this, before a save compacts. */
-const COMPACT_SLACK = 64 << 10;
-
-/** generation: every record in a new journal; append: one line; head: records untouched. */
-type SavePlan = { mark: JournalMark; set: Record<string, ResourceRecord>; drop: string[]; head: string } & (
-  | { kind: 'generation'; records: Record<string, ResourceRecord> }
-  | { kind: 'append'; line: Buffer }
-  | { kind: 'head' }
-);
-
-const lineOf = (line: JournalLine) => Buffer.from(`${JSON.stringify(line)}\n`);
-
-/** A new generation's line, once made: its length is where the generation ends and what it compacts against. */
-function measured(plan: SavePlan & { kind: 'generation' }, line: Buffer): Buffer {
-  plan.mark.length = line.length;
-  plan.mark.base = line.length;
-  return line;
-}
-
-/**
- * The same bytes as lineOf({ set: records }) (keys in the order JSON.stringify takes them), made a few
- * hundred records at a time with the event loop let go between slices.
- */
-async function wholeLineInSlices(records: Record<string, ResourceRecord>): Promise<Buffer> {
-  const pause = yielder();
-  const parts: Buffer[] = [Buffer.from('{"set":{')];
-  let slice: string[] = [];
-  let comma = '';
-  for (const id of Object.keys(records)) {
-    const record = records[id];
-    if (record === undefined) continue;
-    slice.push(`${comma}${JSON.stringify(id)}:${JSON.stringify(record)}`);
-    comma = ',';
-    if (slice.length < 256) continue;
-    parts.push(Buffer.from(slice.join('')));
-    slice = [];
-    await pause();
-  }
-  parts.push(Buffer.from(`${slice.join('')}}}\n`));
-  return Buffer.concat(parts);
-}
-
-/** The head as saved, without the times a no-op moves (when it last applied, when its outcome was). */
-function steadyHead(state: Omit<StoreState, 'records'> & { records?: unknown }): string {
-  const { records: _records, lastApplied, lastOutcome, ...rest } = state;
-  return JSON.stringify({ ...rest, lastApplied: lastApplied && { ...lastApplied, at: '' }, lastOutcome: lastOutcome && { ...lastOutcome, at: '' } });
-}
-
 /**
  * Reads the store without taking the lock or cleaning anything: for read-only commands and the daemon's
  * answers. The head is renamed whole and names how much of which journal is committed; a compaction may
@@ -346,32 +287,4 @@ export function peekState(stateDir: string): StoreState | undefined {
     }
   }
   return undefined;
-}
-
-/** The head and the records its journal commits; a head saved whole (records in it) is read as it stands. */
-function readStore(stateDir: string, text: string): { state: StoreState; mark: JournalMark | undefined; uncommitted?: boolean } {
-  const value = JSON.parse(text) as Partial<StoreState> & { journal?: JournalMark };
-  if (typeof value !== 'object' || value === null || value.version !== 1) throw new Error('not a version 1 store');
-  if (typeof value.reportSequence !== 'number') throw new Error('it has no report sequence');
-  const { journal, ...head } = value;
-  if (journal !== undefined) {
-    if (!Number.isSafeInteger(journal.generation) || !Number.isSafeInteger(journal.length)) throw new Error('its journal mark is not one');
-    const mark: JournalMark = { generation: journal.generation, length: journal.length, records: journal.records ?? 0, base: journal.base ?? journal.length };
-    const { records, size } = readJournal(stateDir, mark);
-    return { state: { ...emptyState(), ...head, records } as StoreState, mark, uncommitted: size > mark.length };
-  }
-  if (typeof value.records !== 'object' || value.records === null) throw new Error('it has no records');
-  return { state: { ...emptyState(), ...head, records: recordTable(value.records) } as StoreState, mark: undefined };
-}
-
-function removeLeftovers(stateDir: string, log: Logger): number {
-  const prefix = temporaryPrefix(join(stateDir, STATE_FILE));
-  let removed = 0;
-  for (const name of readdirSync(stateDir)) {
-    if (!name.startsWith(prefix)) continue;
-    unlinkSync(join(stateDir, name));
-    removed++;
-  }
-  if (removed > 0) log.warn({ removed }, `store: removed ${removed} leftover temporary save${removed === 1 ? '' : 's'} from an earlier run`);
-  return removed;
 }

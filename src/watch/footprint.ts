@@ -101,26 +101,9 @@ export interface FootprintWatcher extends Watcher {
  * it is said as drift whatever the look shows, so no edit made after the apply becomes the baseline.
  */
 export function watchFootprint(options: FootprintWatchOptions): FootprintWatcher {
-  const { root, log } = options;
-  const real = realPaths(root);
-  /** Owned paths by the folder whose watch hears of them (their parent), and by their own path for directories. */
-  const byFolder = new Map<string, Map<string, Owned>>();
-  const listen = (folder: string, name: string, owned: Owned) => {
-    let names = byFolder.get(folder);
-    if (!names) byFolder.set(folder, (names = new Map()));
-    names.set(name, owned);
-  };
+  const real = realPaths(options.root);
+  const byFolder = foldersOf(options.owned, real);
   const last = new Map<string, Look | undefined>();
-  // 10,000 paths, in the turn the apply ended in: plain string work (path.join and dirname normalise
-  // each path again, and held the daemon's loop 100-200 ms on a loaded machine).
-  for (const owned of options.owned) {
-    const path = real(owned.target);
-    const cut = path.lastIndexOf('/');
-    listen(cut > 0 ? path.slice(0, cut) : '/', path.slice(cut + 1), owned);
-    // A directory's own watch hears a change of its mode with an empty or its own name.
-    if (owned.type === 'directory') listen(path, '', owned);
-  }
-
   let closed = false;
   /** Paths named by an event before their first look: that look may already hold the change. */
   const heardEarly = new Set<Owned>();
@@ -168,18 +151,7 @@ export function watchFootprint(options: FootprintWatchOptions): FootprintWatcher
     schedule();
   };
 
-  const watchers: FSWatcher[] = [];
-  for (const folder of byFolder.keys()) {
-    try {
-      const w = watch(folder, { persistent: false }, (_event, name) => heard(folder, name === null ? null : String(name)));
-      w.on('error', () => heard(folder, null));
-      watchers.push(w);
-    } catch (err) {
-      // A folder that is gone: its paths are drift for the reconcile to repair; said now.
-      log.debug({ folder, err: (err as Error).message }, 'watch: a folder could not be watched');
-      for (const owned of byFolder.get(folder)!.values()) dirty.add(owned);
-    }
-  }
+  const watchers = watchFolders(byFolder, heard, (owned) => dirty.add(owned), options.log);
   const looked = lookAtAll(options.owned, real, (owned, look) => void last.set(owned.target, look), () => closed).then(() => {
     firstLookDone = true;
     schedule();
@@ -192,4 +164,43 @@ export function watchFootprint(options: FootprintWatchOptions): FootprintWatcher
       for (const w of watchers) w.close();
     },
   };
+}
+
+/**
+ * Owned paths by the folder whose watch hears of them (their parent), and by their own path for
+ * directories. 10,000 paths, in the turn the apply ended in: plain string work (path.join and dirname
+ * normalise each path again, and held the daemon's loop 100-200 ms on a loaded machine).
+ */
+function foldersOf(owned: readonly Owned[], real: (target: string) => string): Map<string, Map<string, Owned>> {
+  const byFolder = new Map<string, Map<string, Owned>>();
+  const listen = (folder: string, name: string, o: Owned) => {
+    let names = byFolder.get(folder);
+    if (!names) byFolder.set(folder, (names = new Map()));
+    names.set(name, o);
+  };
+  for (const o of owned) {
+    const path = real(o.target);
+    const cut = path.lastIndexOf('/');
+    listen(cut > 0 ? path.slice(0, cut) : '/', path.slice(cut + 1), o);
+    // A directory's own watch hears a change of its mode with an empty or its own name.
+    if (o.type === 'directory') listen(path, '', o);
+  }
+  return byFolder;
+}
+
+/** One inotify watch a folder; a folder that cannot be watched has its paths looked at at once. */
+function watchFolders(byFolder: Map<string, Map<string, Owned>>, heard: (folder: string, name: string | null) => void, lookAgain: (owned: Owned) => void, log: Logger): FSWatcher[] {
+  const watchers: FSWatcher[] = [];
+  for (const folder of byFolder.keys()) {
+    try {
+      const w = watch(folder, { persistent: false }, (_event, name) => heard(folder, name === null ? null : String(name)));
+      w.on('error', () => heard(folder, null));
+      watchers.push(w);
+    } catch (err) {
+      // A folder that is gone: its paths are drift for the reconcile to repair; said now.
+      log.debug({ folder, err: (err as Error).message }, 'watch: a folder could not be watched');
+      for (const owned of byFolder.get(folder)!.values()) lookAgain(owned);
+    }
+  }
+  return watchers;
 }

@@ -1,0 +1,125 @@
+import { closeSync, constants, fstatSync, writeSync, type Stats } from 'node:fs';
+import { fchmodAsync, fchownAsync, fsyncAsync, openAsync, renameAsync, rmdirAsync, unlinkAsync, writeAsync } from './fd-calls.js';
+import { MissingDirectory, PathRefused, type RootedFs } from './rooted-fs.js';
+import type { HardLinkOp, SymlinkOp } from './write-links.js';
+
+/** Mode and owner a write leaves on what it makes. */
+export interface Meta {
+  mode: number;
+  uid: number;
+  gid: number;
+}
+
+/** What a file or directory the host takes over was, and for a file where its content is kept. */
+export interface TakenOriginal {
+  mode: number;
+  uid: number;
+  gid: number;
+  /** The kept copy of a file's content (an absolute path under the state directory). */
+  copy?: string;
+}
+
+/** One write a batch stages, as the commit carries it out. */
+export type Op =
+  | { kind: 'file'; path: string; bytes: Uint8Array; meta: Meta; creates: boolean; temporary: string; original?: TakenOriginal }
+  | { kind: 'mkdir'; path: string; meta: Meta }
+  | { kind: 'meta'; path: string; meta: Meta; directory: boolean; original?: TakenOriginal }
+  | { kind: 'unlink'; path: string }
+  | { kind: 'rmdir'; path: string }
+  | ({ kind: 'hardlink' } & HardLinkOp)
+  | ({ kind: 'symlink' } & SymlinkOp);
+
+/** Content up to this size is written in line; larger files are written on libuv's threads. */
+const IN_LINE_BYTES = 256 << 10;
+
+/**
+ * Temporary written whole, owner and mode set, fsynced, renamed over the name; its stat after. Every
+ * call that changes the directory or the inode (the creation, owner, mode, the fsync, the rename) goes
+ * to libuv's threads: with other files of the batch being flushed, each may wait on the file system's
+ * journal, and waiting in line stalled the event loop (and the batch) for most of a first converge.
+ * The write of small content (page cache only) and the stat and close stay in line.
+ */
+export async function writeFileOp(fs: RootedFs, op: Extract<Op, { kind: 'file' }>): Promise<Stats> {
+  return fs.withParent(op.path, async (at, atName) => {
+    const temporary = atName(op.temporary);
+    // The creation and the rename wait on the file system's journal while other files of the batch
+    // are being flushed: on libuv's threads, so that neither the event loop nor the other files wait.
+    const fd = await openAsync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    let renamed = false;
+    try {
+      let written = 0;
+      const inLine = op.bytes.length <= IN_LINE_BYTES;
+      while (written < op.bytes.length) {
+        written += inLine ? writeSync(fd, op.bytes, written, op.bytes.length - written) : (await writeAsync(fd, op.bytes, written, op.bytes.length - written)).bytesWritten;
+      }
+      await fchownAsync(fd, op.meta.uid, op.meta.gid);
+      await fchmodAsync(fd, op.meta.mode);
+      await fsyncAsync(fd);
+      await renameAsync(temporary, at);
+      renamed = true;
+      // After the rename: a rename changes the inode's ctime, which the next apply compares.
+      return fstatSync(fd);
+    } finally {
+      closeSync(fd);
+      if (!renamed) await unlinkAsync(temporary).catch(() => undefined); // else named by the intent: the next start removes it
+    }
+  });
+}
+
+/** Mode and owner set in place and fsynced; its stat after. */
+export async function setMetaOp(fs: RootedFs, path: string, meta: Meta, directory: boolean): Promise<Stats> {
+  return fs.withParent(path, async (at) => {
+    const fd = await openAsync(at, directory ? constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW : constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      await fchownAsync(fd, meta.uid, meta.gid);
+      await fchmodAsync(fd, meta.mode);
+      await fsyncAsync(fd);
+      return fstatSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  });
+}
+
+/** What a failed resource made in the batch goes again, the latest first (a file before its directory). */
+export async function takeBack(fs: RootedFs, made: readonly Op[]): Promise<void> {
+  for (const op of [...made].reverse()) {
+    try {
+      if (op.kind === 'file') await fs.withParent(op.path, (at) => unlinkAsync(at));
+      else if (op.kind === 'mkdir') await fs.withParent(op.path, (at) => rmdirAsync(at));
+      fs.forgetDirectory(op.path);
+    } catch {
+      // Still named by the intent: the next start takes it back.
+    }
+  }
+}
+
+/** Runs work over items with at most `parallel` in flight; a failure goes to onError, the rest go on. */
+export async function pool<T>(parallel: number, items: T[], work: (item: T) => Promise<void>, onError: (item: T, err: unknown) => void): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      try {
+        await work(item);
+      } catch (err) {
+        onError(item, err);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(parallel, items.length) }, lane));
+}
+
+const VERB: Record<Op['kind'], string> = {
+  file: 'write', mkdir: 'make the directory', meta: 'set mode and owner of', unlink: 'remove', rmdir: 'remove the directory', hardlink: 'link', symlink: 'make the symbolic link',
+};
+
+/** An op's failure, naming its path: "could not write /etc/a.conf (EIO: i/o error, fsync)". */
+export function describeFailure(op: Op, err: unknown): Error {
+  if (err instanceof PathRefused || err instanceof MissingDirectory) return err;
+  return new Error(`could not ${VERB[op.kind]} ${op.path} (${(err as Error).message})`);
+}
+
+export const codeOf = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+export const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
+export const isNotEmpty = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOTEMPTY' || (err as NodeJS.ErrnoException).code === 'EEXIST';
