@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what mesh-host and its tests need on a fresh Debian machine, as root: the real components
 # the tests start (systemd-container, mmdebstrap for an OpenRC tree, nats-server, nftables, iproute2,
-# strace, graphviz, the firewalls; GNU tar, gzip and python3 build the hostile archives; podman, Debian's
+# strace, graphviz, chromium for the page's browser tests, the firewalls; GNU tar, gzip and python3 build the hostile archives; podman, Debian's
 # docker-registry and busybox-static give the container tests a real engine, registry and image), then the
 # package itself with `npm ci` (which builds dist/ in `prepare`).
 set -euo pipefail
@@ -49,7 +49,7 @@ install_packages() {
 }
 
 need=()
-for pair in systemd-nspawn:systemd-container mmdebstrap:mmdebstrap,gpg,debian-archive-keyring,arch-test nats-server:nats-server nft:nftables ip:iproute2 strace:strace dot:graphviz nsenter:util-linux /usr/bin/time:time strip:binutils tar:tar gzip:gzip python3:python3-minimal; do
+for pair in systemd-nspawn:systemd-container mmdebstrap:mmdebstrap,gpg,debian-archive-keyring,arch-test nats-server:nats-server nft:nftables ip:iproute2 strace:strace dot:graphviz nsenter:util-linux /usr/bin/time:time strip:binutils tar:tar gzip:gzip python3:python3-minimal chromium:chromium; do
   # A command, and the packages that bring it (comma-separated).
   if ! command -v "${pair%%:*}" >/dev/null 2>&1; then
     IFS=, read -r -a packages <<< "${pair#*:}"

@@ -14,6 +14,7 @@ const commands: CommandTable = {
   status: async () => (await import('./commands/mesh.js')).statusCommand,
   'node-key': async () => (await import('./commands/node-key.js')).nodeKeyCommand,
   'node-creds': async () => (await import('./commands/node-creds.js')).nodeCredsCommand,
+  serve: async () => (await import('./commands/serve.js')).serveCommand,
   label: async () => (await import('./commands/label.js')).labelCommand,
 };
 

@@ -73,8 +73,12 @@ export function fleetRows(input: { reports: ReportSeen[]; heartbeats: HeartbeatS
   const beats = byNode(input.heartbeats);
   const keys = byNode(input.keys);
   const rows = [...nodes].map((node) => rowOf(node, reports.get(node), beats.get(node), keys.get(node), input.nowMs));
-  const rank = (r: FleetRow) => FLEET_STATES.indexOf(r.state);
-  return rows.sort((a, b) => rank(a) - rank(b) || (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+  return rows.sort(fleetOrder);
+}
+
+/** The view's order: worst state first, by node within a state (the page sorts its rows with it too). */
+export function fleetOrder(a: Pick<FleetRow, 'node' | 'state'>, b: Pick<FleetRow, 'node' | 'state'>): number {
+  return FLEET_STATES.indexOf(a.state) - FLEET_STATES.indexOf(b.state) || (a.node < b.node ? -1 : a.node > b.node ? 1 : 0);
 }
 
 function rowOf(node: string, seen: ReportSeen | undefined, beat: HeartbeatSeen | undefined, key: KeySeen | undefined, nowMs: number): FleetRow {

@@ -49,16 +49,20 @@ export async function readFleet(nc: NatsConnection, options: { verifyReport?: Re
   ]);
   return {
     reports: await Promise.all(reports.map((m) => reportSeen(m, options.verifyReport))),
-    heartbeats: beats.map((m) => {
-      const beat = parse(m.bytes);
-      return { node: nodeOf(m.subject), storedAtMs: Date.parse(m.storedAt), ...(typeof beat === 'object' && beat !== null ? { beat: beat as HeartbeatSeen['beat'] } : {}) };
-    }),
+    heartbeats: beats.map(heartbeatSeen),
     // A deleted or purged key leaves a marker without data: the mesh says nothing to that node now.
     keys: keys.filter((m) => m.bytes.length > 0).map((m) => keySeen(m)),
   };
 }
 
-async function reportSeen(message: LatestMessage, verify: ReportVerifier | undefined): Promise<ReportSeen> {
+/** A heartbeat as the view reads it (stored, or heard as it is published). */
+export function heartbeatSeen(m: Pick<LatestMessage, 'subject' | 'storedAt' | 'bytes'>): HeartbeatSeen {
+  const beat = parse(m.bytes);
+  return { node: nodeOf(m.subject), storedAtMs: Date.parse(m.storedAt), ...(typeof beat === 'object' && beat !== null ? { beat: beat as HeartbeatSeen['beat'] } : {}) };
+}
+
+/** A node's report as the view reads it, its signature checked when a verifier is given. */
+export async function reportSeen(message: LatestMessage, verify: ReportVerifier | undefined): Promise<ReportSeen> {
   const node = nodeOf(message.subject);
   const value = parse(message.bytes) as ReportSeen['report'] | undefined;
   const readable = typeof value === 'object' && value !== null && typeof value.outcome === 'string' && typeof value.finishedAt === 'string';
@@ -70,7 +74,8 @@ async function reportSeen(message: LatestMessage, verify: ReportVerifier | undef
   };
 }
 
-function keySeen(message: LatestMessage): KeySeen {
+/** A node's key as the view reads it: the mark of the declaration it holds. */
+export function keySeen(message: Pick<LatestMessage, 'subject' | 'bytes'>): KeySeen {
   const node = nodeOf(message.subject);
   const envelope = parse(message.bytes);
   if (!isEnvelope(envelope)) return { node };

@@ -17,6 +17,8 @@ export interface LinkSettings extends LinkAuth {
    * tries each server once and says why it could not connect.
    */
   persistent?: boolean;
+  /** A command that keeps running (meshctl serve): connects once like a command, then reconnects for ever like a daemon. */
+  reconnect?: boolean;
 }
 
 /**
@@ -43,7 +45,7 @@ export async function connectLink(settings: LinkSettings, log: Logger): Promise<
     nc = await connect({
       servers: settings.servers,
       name: settings.name,
-      maxReconnectAttempts: persistent ? -1 : 0,
+      maxReconnectAttempts: persistent || settings.reconnect ? -1 : 0,
       reconnectTimeWait: 250,
       waitOnFirstConnect: persistent,
       timeout: 5000,

@@ -1,0 +1,213 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Page } from 'puppeteer-core';
+import { control } from '../support/daemon.js';
+import { useMeshHost } from '../support/mesh.js';
+import { SimHosts } from '../support/sim-hosts.js';
+import { startServe, type Served } from '../support/serve.js';
+import { axeViolations, launchBrowser, screenshot, type TestBrowser } from '../support/browser.js';
+
+/**
+ * The page in Debian's chromium, served by `meshctl serve` (the built program) from a real nats-server,
+ * with a real daemon and simulated hosts publishing on the wire as hosts do.
+ */
+describe('meshctl serve in a browser', () => {
+  const mesh = useMeshHost();
+  let nc: NatsConnection;
+  let sims: SimHosts;
+  let served: Served;
+  let browser: TestBrowser;
+  const SIMS = ['sim-web-1', 'sim-web-2', 'sim-db-1'];
+
+  beforeAll(async () => {
+    nc = await control([mesh.server.url]);
+    sims = await SimHosts.make(nc, [...SIMS, 'sim-quiet', 'zz-late'], { labels: (node) => ({ role: node.includes('db') ? 'db' : 'web' }) });
+    for (const node of SIMS) {
+      await sims.report(node);
+      sims.beat(node);
+    }
+    served = await startServe(['--server', mesh.server.url]);
+    browser = await launchBrowser();
+  });
+
+  // A browser keeps at most six connections to one server over HTTP/1.1, and each open page holds one
+  // for its events: a test's pages are closed after it.
+  const pages: Page[] = [];
+  afterEach(async () => {
+    for (const page of pages.splice(0)) await page.close();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await served?.stop();
+    await nc?.close();
+  });
+
+  /** Opens a page of the server and waits for its rows (or its node page) to be drawn. */
+  async function open(path: string, viewport?: { width: number; height: number }): Promise<Page & { requests: string[] }> {
+    const page = await browser.page(viewport);
+    pages.push(page);
+    await page.goto(`${served.url.replace(/\/$/, '')}${path}`);
+    await page.waitForSelector(path === '/' ? 'table.fleet tbody tr' : '#node-title');
+    return page;
+  }
+
+  const rowState = (page: Page, node: string) => page.$eval(`tr[data-node="${node}"]`, (tr) => tr.getAttribute('data-state'));
+  const cellText = (page: Page, node: string, col: string) => page.$eval(`tr[data-node="${node}"] [data-col="${col}"]`, (td) => td.textContent?.trim());
+
+  /** Every request stayed on the server, and the page broke no rule of its Content-Security-Policy. */
+  async function expectSelfContained(page: Page & { requests: string[] }): Promise<void> {
+    const origin = new URL(served.url).origin;
+    expect(page.requests.filter((u) => new URL(u).origin !== origin)).toEqual([]);
+    expect(await page.evaluate(() => (window as unknown as { cspViolations: string[] }).cspViolations)).toEqual([]);
+  }
+
+  it('lists every node the mesh knows, the real host and the simulated ones, with their columns', async () => {
+    const page = await open('/');
+    await page.waitForSelector(`tr[data-node="${mesh.host.node}"]`);
+    const nodes = await page.$$eval('table.fleet tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-node')));
+    expect(nodes).toEqual(expect.arrayContaining([mesh.host.node, ...SIMS]));
+    expect(await page.$$eval('table.fleet thead th', (ths) => ths.map((th) => th.textContent))).toEqual(['Node', 'State', 'Mode', 'Last outcome', 'Applied', 'Newest', 'Report', 'Heartbeat', 'Signature', 'Labels']);
+    expect(await rowState(page, 'sim-web-1')).toBe('converged');
+    expect(await cellText(page, 'sim-web-1', 'signature')).toBe('verified');
+    expect(await cellText(page, 'sim-db-1', 'labels')).toBe('role=db');
+    expect(await cellText(page, 'sim-web-1', 'report')).toBe('#1');
+    expect(await page.$eval('.counts li[data-state="converged"] strong', (s) => Number(s.textContent))).toBeGreaterThanOrEqual(3);
+    // The filters: by label, then by text.
+    await page.select('.filters select', 'role=db');
+    await page.waitForFunction(() => document.querySelectorAll('table.fleet tbody tr').length === 1);
+    expect(await page.$eval('table.fleet tbody tr', (tr) => tr.getAttribute('data-node'))).toBe('sim-db-1');
+    await page.select('.filters select', '');
+    await page.type('.filters input', 'web-2');
+    await page.waitForFunction(() => document.querySelectorAll('table.fleet tbody tr').length === 1);
+    expect(await page.$eval('table.fleet tbody tr a', (a) => a.getAttribute('href'))).toBe('/node/sim-web-2');
+    await page.$eval('.filters input', (i) => ((i as HTMLInputElement).value = ''));
+    await page.type('.filters input', ' ');
+    await page.keyboard.press('Backspace');
+    await page.waitForFunction(() => document.querySelectorAll('table.fleet tbody tr').length > 3);
+    await screenshot(page, 'fleet');
+    const phone = await open('/', { width: 390, height: 844 });
+    await screenshot(phone, 'fleet-phone');
+    // A phone's width: no row is wider than the screen (each row is a card).
+    expect(await phone.$eval('table.fleet tbody tr', (tr) => tr.getBoundingClientRect().width)).toBeLessThanOrEqual(390);
+    await expectSelfContained(page);
+    await expectSelfContained(phone);
+  });
+
+  it('shows a new report in its row as it is published, with no reload', async () => {
+    const page = await open('/');
+    await page.evaluate(() => ((window as unknown as { kept: number }).kept = 1));
+    const sequence = await sims.report('sim-web-2');
+    await page.waitForFunction((s) => document.querySelector('tr[data-node="sim-web-2"] [data-col="report"]')?.textContent === `#${s}`, {}, sequence);
+    // The real host: a new declaration is applied and its report reaches the row.
+    const before = await cellText(page, mesh.host.node, 'report');
+    await mesh.host.put({ epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'directory', id: 'data', path: '/srv/data' }] });
+    await page.waitForFunction((node, was) => document.querySelector(`tr[data-node="${node}"] [data-col="report"]`)?.textContent !== was, { timeout: 30_000 }, mesh.host.node, before);
+    expect(await cellText(page, mesh.host.node, 'applied')).toBe('1:2');
+    expect(await page.evaluate(() => (window as unknown as { kept?: number }).kept)).toBe(1);
+  });
+
+  it('puts a node whose report failed first, as soon as the report is published', async () => {
+    const page = await open('/');
+    expect(await page.$eval('table.fleet tbody tr', (tr) => tr.getAttribute('data-node'))).not.toBe('zz-late');
+    await sims.report('zz-late', { outcome: 'failed', error: { resource: 'app', message: 'mkdir /srv/app: permission denied' } });
+    await page.waitForFunction(() => document.querySelector('table.fleet tbody tr')?.getAttribute('data-node') === 'zz-late');
+    expect(await rowState(page, 'zz-late')).toBe('failed');
+    expect(await page.$eval('tr[data-node="zz-late"] .problems', (ul) => ul.textContent)).toContain('failed: app: mkdir /srv/app: permission denied');
+    expect(await page.$eval('.counts li[data-state="failed"] strong', (s) => s.textContent)).toBe('1');
+  });
+
+  it('shows a node silent once three of its intervals pass with no message at all', async () => {
+    await sims.report('sim-quiet');
+    sims.beat('sim-quiet', 1000);
+    const page = await open('/');
+    await page.waitForFunction(() => document.querySelector('tr[data-node="sim-quiet"]')?.getAttribute('data-state') === 'converged');
+    // Nothing more is published for it: the server's own clock turns it silent.
+    await page.waitForFunction(() => document.querySelector('tr[data-node="sim-quiet"]')?.getAttribute('data-state') === 'silent', { timeout: 15_000 });
+    expect(await page.$eval('tr[data-node="sim-quiet"] .problems', (ul) => ul.textContent)).toMatch(/silent: no heartbeat for/);
+  });
+
+  it("lights the host's current state on its lifecycle chart and follows it when the host applies", async () => {
+    const page = await open(`/node/${mesh.host.node}`);
+    const lit = () => page.$eval('.status', (p) => (p.getAttribute('data-lit') ?? '').split(' '));
+    await page.waitForFunction(() => (document.querySelector('.status')?.getAttribute('data-lit') ?? '').split(' ').includes('host.serving.mode.converged'), { timeout: 15_000 });
+    expect(await lit()).toEqual(expect.arrayContaining(['host.serving', 'host.serving.link.up', 'host.serving.worker.idle']));
+    expect(await page.$$eval('.chart g.node.active title', (ts) => ts.map((t) => t.textContent))).toEqual(expect.arrayContaining(['host.serving.mode.converged', 'host.serving.link.up']));
+    const reportsBefore = await page.$$eval('ol.reports > li', (lis) => lis.length);
+    // The mesh says: adopted. The host applies it, and its mode region moves.
+    await mesh.host.put({ epoch: 1, sequence: 3, mode: 'adopted', resources: [{ type: 'directory', id: 'app', path: '/srv/app' }] });
+    await page.waitForFunction(() => (document.querySelector('.status')?.getAttribute('data-lit') ?? '').split(' ').includes('host.serving.mode.adopted'), { timeout: 30_000 });
+    expect(await page.$$eval('.chart g.node.active title', (ts) => ts.map((t) => t.textContent))).not.toContain('host.serving.mode.converged');
+    // Its report came to the list live, newest first; opened, it shows its steps and their typed changes.
+    await page.waitForFunction((n) => document.querySelectorAll('ol.reports > li').length > n, {}, reportsBefore);
+    const sequences = await page.$$eval('ol.reports > li', (lis) => lis.map((li) => Number(li.getAttribute('data-sequence'))));
+    expect(sequences).toEqual([...sequences].sort((a, b) => b - a));
+    const withSteps = await page.$$eval('ol.reports > li', (lis) => lis.findIndex((li) => li.querySelector('table.steps')));
+    expect(withSteps).toBeGreaterThanOrEqual(0);
+    await page.click(`ol.reports > li:nth-child(${withSteps + 1}) summary`);
+    expect(await page.$eval(`ol.reports > li:nth-child(${withSteps + 1}) table.steps`, (t) => (t as HTMLElement).offsetHeight)).toBeGreaterThan(0);
+    expect(await page.$$eval('ol.reports code.kind', (cs) => cs.map((c) => c.textContent))).toContain('create');
+    // The declaration's resources and the inventory the host answered.
+    await page.waitForFunction(() => [...document.querySelectorAll('table.resources tbody tr td:nth-child(2)')].map((t) => t.textContent).join() === 'app');
+    await page.waitForSelector('pre.inventory');
+    await screenshot(page, 'node');
+    await expectSelfContained(page);
+  });
+
+  it('shows what a host sends as text: a <script> and an <img onerror> in a report run nothing', async () => {
+    const hostile = '<script>window.pwned = "script"</script><img src=x onerror="window.pwned = \'img\'">';
+    await sims.report('sim-web-1', {
+      outcome: 'failed',
+      error: { resource: hostile, message: hostile },
+      steps: [{ resource: hostile, type: 'file', target: `/etc/${hostile}`, verb: 'update', changes: [{ kind: 'create' }], actions: [hostile], status: 'failed', detail: hostile }] as never,
+      said: [hostile],
+    });
+    const fleet = await open('/');
+    await fleet.waitForFunction(() => document.querySelector('tr[data-node="sim-web-1"]')?.getAttribute('data-state') === 'failed');
+    expect(await fleet.$eval('tr[data-node="sim-web-1"] .problems', (ul) => ul.textContent)).toContain(hostile);
+    const page = await open('/node/sim-web-1');
+    await page.waitForSelector('ol.reports > li[data-outcome="failed"]');
+    await page.click('ol.reports > li[data-outcome="failed"] summary');
+    await page.waitForSelector('ol.reports > li[data-outcome="failed"] table.steps');
+    const text = await page.$eval('ol.reports > li[data-outcome="failed"]', (li) => li.textContent);
+    expect(text).toContain(hostile);
+    for (const p of [fleet, page]) {
+      expect(await p.evaluate(() => (window as unknown as { pwned?: string }).pwned)).toBeUndefined();
+      expect(await p.$$eval('main img, main script', (els) => els.length)).toBe(0);
+      await expectSelfContained(p);
+    }
+    await screenshot(page, 'node-escaped');
+  });
+
+  it('is used with the keyboard alone: filter, open a node, open a report', async () => {
+    const page = await open('/');
+    const focused = () => page.evaluate(() => `${document.activeElement?.tagName.toLowerCase()} ${document.activeElement?.textContent?.trim() ?? ''}`);
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('a Skip to content');
+    // Tab on to the text filter and type a node's name.
+    for (let i = 0; i < 10 && !(await page.evaluate(() => document.activeElement?.matches('.filters input'))); i++) await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.matches('.filters input'))).toBe(true);
+    await page.keyboard.type('sim-db-1');
+    await page.waitForFunction(() => document.querySelectorAll('table.fleet tbody tr').length === 1);
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('a sim-db-1');
+    await Promise.all([page.waitForNavigation(), page.keyboard.press('Enter')]);
+    expect(new URL(page.url()).pathname).toBe('/node/sim-db-1');
+    await page.waitForSelector('ol.reports summary');
+    for (let i = 0; i < 20 && !(await page.evaluate(() => document.activeElement?.tagName === 'SUMMARY')); i++) await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    expect(await page.$eval('ol.reports details', (d) => (d as HTMLDetailsElement).open)).toBe(true);
+  });
+
+  it("passes axe-core's checks: the fleet and a node, at 1280x800 and at a phone's width", async () => {
+    for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
+      const fleet = await open('/', viewport);
+      expect(await axeViolations(fleet), JSON.stringify(await axeViolations(fleet))).toEqual([]);
+      const node = await open(`/node/${mesh.host.node}`, viewport);
+      await node.waitForSelector('pre.inventory, .chart svg');
+      await node.click('ol.reports summary');
+      expect(await axeViolations(node), JSON.stringify(await axeViolations(node))).toEqual([]);
+      if (viewport.width < 500) await screenshot(node, 'node-phone');
+    }
+  });
+});
