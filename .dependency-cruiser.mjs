@@ -10,6 +10,7 @@ export const FLOORS = [
   ['archive', 'services', 'containers', 'firewall', 'watch', 'resources'],
   ['report'],
   ['apply', 'metrics', 'fleet'],
+  ['page', 'serve'],
   ['release'],
   ['host'],
   ['genesis'],
