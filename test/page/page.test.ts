@@ -204,7 +204,8 @@ describe('meshctl serve in a browser', () => {
       const fleet = await open('/', viewport);
       expect(await axeViolations(fleet), JSON.stringify(await axeViolations(fleet))).toEqual([]);
       const node = await open(`/node/${mesh.host.node}`, viewport);
-      await node.waitForSelector('pre.inventory, .chart svg');
+      // Everything the page reads is in before it is checked: the chart, the reports, the inventory.
+      for (const selector of ['.chart svg', 'ol.reports summary', 'pre.inventory']) await node.waitForSelector(selector);
       await node.click('ol.reports summary');
       expect(await axeViolations(node), JSON.stringify(await axeViolations(node))).toEqual([]);
       if (viewport.width < 500) await screenshot(node, 'node-phone');

@@ -50,9 +50,11 @@ export async function launchBrowser(options: { acceptInsecureCerts?: boolean } =
   };
 }
 
-export async function screenshot(page: Page, name: string): Promise<void> {
+/** The page from its top, as far as the viewport shows (`fullPage`: all of it). */
+export async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) as `${string}.png`, fullPage: false });
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) as `${string}.png`, fullPage: options.fullPage ?? false });
 }
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
