@@ -1,6 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { LinkAuth } from '../config/link-auth.js';
 import { connectLink, type LinkSettings } from '../link/connect.js';
+import { awaitJetStream } from '../link/jetstream-ready.js';
 import type { Flags } from './args.js';
 import { stringFlag, type CommandContext } from './context.js';
 
@@ -18,9 +19,19 @@ export function serversFromFlag(flags: Flags, fallback?: string): string[] {
   return (stringFlag(flags, 'server') ?? fallback ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 }
 
-/** meshctl's own connection, made from its flags: one attempt, no reconnecting, the local server by default. */
+/**
+ * meshctl's own connection, made from its flags: one attempt, no reconnecting, the local server by default;
+ * returned once the mesh's JetStream answers (a cluster just started elects its leader first).
+ */
 export async function connectControl(ctx: CommandContext): Promise<NatsConnection> {
-  return connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl', persistent: false, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
+  const nc = await connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl', persistent: false, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
+  try {
+    await awaitJetStream(nc);
+  } catch (err) {
+    await nc.close();
+    throw err;
+  }
+  return nc;
 }
 
 /** A flag given once or more, each value perhaps comma-separated (`--host a --host b`, `--nodes a,b`): every value, in order. */

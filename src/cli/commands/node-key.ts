@@ -1,13 +1,12 @@
 import { unlinkSync, writeFileSync } from 'node:fs';
 import { newNkeySeed, nkeySeed } from '../../declaration/nkey.js';
 import { NODE_ID_PATTERN } from '../../declaration/ids.js';
-import { connectLink } from '../../link/connect.js';
 import { Enrolments } from '../../link/enrolment.js';
 import { EXIT, refused, usageError } from '../../system/errors.js';
 import { stringFlag, type CommandContext } from '../context.js';
 import { labelFlags } from './label.js';
 import { describeLabels } from '../../fleet/labels.js';
-import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
+import { connectControl } from '../link-flags.js';
 
 /**
  * `meshctl node-key NODE --out FILE [--replace] [--label k=v…]`: makes a host's own key pair before the host exists,
@@ -31,7 +30,7 @@ export async function nodeKeyCommand(ctx: CommandContext): Promise<number> {
   }
   // Kept only once pinned: a seed whose key the mesh does not hold would enrol nothing.
   try {
-    const nc = await connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl', persistent: false, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
+    const nc = await connectControl(ctx);
     try {
       await (await Enrolments.open(nc)).pin(node, publicKey, { replace: ctx.flags.replace === true, labels });
     } finally {

@@ -1,0 +1,42 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { refused } from '../system/errors.js';
+
+/** JetStream's error when a cluster has no meta leader yet ("JetStream system temporarily unavailable"). */
+const CLUSTER_NOT_AVAILABLE = 10008;
+
+export interface ReadyOptions {
+  /** How long a command waits for the cluster's JetStream before it gives up. */
+  timeoutMs?: number;
+  /** Each request's own bound: a server with no meta leader may not answer at all. */
+  requestMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
+}
+
+/**
+ * A cluster whose members have just started answers JetStream's API only once they have elected a meta
+ * leader, a few seconds later (and a loaded machine takes longer). An operator who starts the servers
+ * made by `meshctl init` and types the next command at once is waited for, within a bound, instead of
+ * failing on a timeout from the first bucket's creation. Any answer other than "not yet" ends the wait:
+ * what it means (JetStream off for the account, say) is for the command's own request to say.
+ */
+export async function awaitJetStream(nc: NatsConnection, options: ReadyOptions = {}): Promise<void> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const requestMs = options.requestMs ?? 2_000;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const now = options.now ?? Date.now;
+  const deadline = now() + timeoutMs;
+  let last = 'no answer';
+  while (now() < deadline) {
+    try {
+      const reply = await nc.request('$JS.API.INFO', undefined, { timeout: Math.min(requestMs, Math.max(1, deadline - now())) });
+      const body = reply.json<{ error?: { err_code?: number; description?: string } }>();
+      if (body.error?.err_code !== CLUSTER_NOT_AVAILABLE) return;
+      last = body.error.description ?? 'JetStream system temporarily unavailable';
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await sleep(250);
+  }
+  throw refused(`the mesh's JetStream did not become ready within ${Math.round(timeoutMs / 1000)} s (${last}): are the cluster's servers all started and routed to each other?`);
+}
