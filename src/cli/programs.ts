@@ -44,7 +44,9 @@ const options: Record<string, OptionSpec> = {
   select: { type: 'string', value: 'K=V,…', help: "the nodes whose labels match (k=v and k!=v, every term)" },
   all: { type: 'boolean', help: 'every node with a key in the mesh' },
   timeout: { type: 'string', value: 'DURATION', help: 'how long to wait for the hosts (10s, 500ms; default 10s)' },
-  listen: { type: 'string', value: 'HOST:PORT', help: "where meshctl serve listens (default 127.0.0.1:8080; any other address needs --tls-cert, --tls-key and --token-file)" },
+  listen: { type: 'string', value: 'HOST:PORT', help: "where meshctl serve listens (default 127.0.0.1:8080; any other address needs --https-cert, --https-key and --token-file)" },
+  'https-cert': { type: 'string', value: 'FILE', help: "the page's own certificate (PEM) for serving HTTPS; --tls-cert stays the client certificate for the NATS servers" },
+  'https-key': { type: 'string', value: 'FILE', help: "the key of --https-cert" },
   'token-file': { type: 'string', value: 'FILE', help: 'a file holding the bearer token every request to the page must carry' },
   'cluster-port': { type: 'string', value: 'PORT', multiple: true, help: 'route port, as --port (default 6222)' },
 };
@@ -91,7 +93,7 @@ export const meshctlProgram: ProgramSpec = {
     status: { summary: 'the fleet, one line a node (exit 1 when any failed, is silent or has not reported); --select by labels; with NODE, ask that host', args: ['NODE?'], options: ['select', ...linkOptions] },
     'node-key': { summary: "make NODE's own key pair and pin its public key in the mesh (for bundle --node-key), with its labels", args: ['NODE'], options: ['out', 'replace', 'label', ...linkOptions] },
     label: { summary: "set a node's labels (k=v), or remove one (k-)", args: ['NODE', 'LABEL…'], options: linkOptions },
-    serve: { summary: 'a live, read-only web page of the fleet, its reports and each host\'s lifecycle (--tls-cert/--tls-key: the page\'s certificate)', args: [], options: ['listen', 'token-file', ...linkOptions] },
+    serve: { summary: 'a live, read-only web page of the fleet, its reports and each host\'s lifecycle; off loopback over HTTPS (--https-cert, --https-key) to requests bearing --token-file\'s token', args: [], options: ['listen', 'https-cert', 'https-key', 'token-file', ...linkOptions] },
     'node-creds': { summary: "issue NODE's NATS credentials: its own key, subjects and read-only archives", args: ['NODE'], options: ['account-key', 'account', 'out'] },
   },
 };

@@ -37,18 +37,20 @@ function readSecret(path: string, what: string): Buffer {
 }
 
 /**
- * The plan for `--listen`, `--tls-cert`, `--tls-key`, `--token-file`: an address other than loopback
+ * The plan for `--listen`, `--https-cert`, `--https-key`, `--token-file`: an address other than loopback
  * needs all three (the page is the fleet's inventory: it never goes over the network in clear, nor to
- * whoever asks); on loopback they are optional, and what is given is used.
+ * whoever asks); on loopback they are optional, and what is given is used. The page's certificate has
+ * flags of its own because `--tls-cert` and `--tls-key` are already meshctl's client certificate for the
+ * NATS servers: a serve behind mutual TLS needs both pairs at once.
  */
-export function listenPlan(given: { listen?: string; tlsCert?: string; tlsKey?: string; tokenFile?: string }): ListenPlan {
+export function listenPlan(given: { listen?: string; httpsCert?: string; httpsKey?: string; tokenFile?: string }): ListenPlan {
   const { host, port } = parseListen(given.listen ?? DEFAULT_LISTEN);
   const loopback = isLoopback(host);
-  const missing = [given.tlsCert ? '' : '--tls-cert', given.tlsKey ? '' : '--tls-key', given.tokenFile ? '' : '--token-file'].filter(Boolean);
-  if (!loopback && missing.length > 0) throw usageError(`--listen ${host}:${port} is not loopback: it needs ${missing.join(', ')} (the page is served over TLS, to requests bearing the token)`);
-  if (Boolean(given.tlsCert) !== Boolean(given.tlsKey)) throw usageError('--tls-cert and --tls-key go together');
+  const missing = [given.httpsCert ? '' : '--https-cert', given.httpsKey ? '' : '--https-key', given.tokenFile ? '' : '--token-file'].filter(Boolean);
+  if (!loopback && missing.length > 0) throw usageError(`--listen ${host}:${port} is not loopback: it needs ${missing.join(', ')} (the page is served over HTTPS, to requests bearing the token)`);
+  if (Boolean(given.httpsCert) !== Boolean(given.httpsKey)) throw usageError('--https-cert and --https-key go together');
   const token = given.tokenFile ? readSecret(given.tokenFile, 'the token file').toString('utf8').trim() : undefined;
   if (token !== undefined && token.length < 16) throw refused(`the token file ${given.tokenFile} holds ${token.length ? 'a token shorter than 16 characters' : 'no token'}: write a long random one (openssl rand -hex 32)`);
-  const tls = given.tlsCert && given.tlsKey ? { cert: readSecret(given.tlsCert, 'the TLS certificate'), key: readSecret(given.tlsKey, 'the TLS key') } : undefined;
+  const tls = given.httpsCert && given.httpsKey ? { cert: readSecret(given.httpsCert, 'the page\'s certificate (--https-cert)'), key: readSecret(given.httpsKey, 'the page\'s key (--https-key)') } : undefined;
   return { host, port, loopback, ...(tls ? { tls } : {}), ...(token !== undefined ? { token } : {}) };
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,17 +18,34 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
+export interface BrowserOptions {
+  /** Runs the browser inside a network namespace: the command line prefix that enters it (`ip netns exec NAME`). */
+  inside?: string[];
+  /** The base64 SHA-256 of a certificate's public key the browser trusts whoever signed it (a test's self-signed page). */
+  trustKey?: string;
+}
+
 /**
  * Debian's chromium, headless, with a fresh profile and nothing of its own on the network (the
- * background services are off: on a closed network they only fail).
+ * background services are off: on a closed network they only fail). Inside a namespace it is spoken
+ * to over a pipe, since its debugging port would be on the namespace's loopback.
  */
-export async function launchBrowser(options: { acceptInsecureCerts?: boolean } = {}): Promise<TestBrowser> {
+export async function launchBrowser(options: BrowserOptions = {}): Promise<TestBrowser> {
   const profile = mkdtempSync(join(tmpdir(), 'mesh-page-chromium-'));
+  let executablePath = CHROMIUM;
+  if (options.inside) {
+    executablePath = join(profile, 'chromium-inside');
+    writeFileSync(executablePath, `#!/bin/sh\nexec ${[...options.inside, CHROMIUM].join(' ')} "$@"\n`);
+    chmodSync(executablePath, 0o755);
+  }
   const browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
+    executablePath,
     headless: true,
-    acceptInsecureCerts: options.acceptInsecureCerts ?? false,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', `--user-data-dir=${profile}`],
+    pipe: options.inside !== undefined,
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', `--user-data-dir=${join(profile, 'profile')}`,
+      ...(options.trustKey ? [`--ignore-certificate-errors-spki-list=${options.trustKey}`] : []),
+    ],
   });
   return {
     browser,

@@ -9,14 +9,13 @@ import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
 
 /**
  * `meshctl serve [--listen 127.0.0.1:8080]`: the fleet's page, live, read-only, until SIGINT or SIGTERM.
- * Its --tls-cert and --tls-key are the page's own certificate; the mesh is reached with meshctl's
- * credentials (--creds, --nkey, --tls-ca, or the mesh directory's).
+ * --https-cert and --https-key are the page's own certificate; the mesh is reached with meshctl's
+ * credentials as every other command reaches it (--creds, --nkey, --tls-ca/--tls-cert/--tls-key, or the
+ * mesh directory's), so the two certificates never share a flag.
  */
 export async function serveCommand(ctx: CommandContext): Promise<number> {
-  const plan = listenPlan({ listen: stringFlag(ctx.flags, 'listen'), tlsCert: stringFlag(ctx.flags, 'tls-cert'), tlsKey: stringFlag(ctx.flags, 'tls-key'), tokenFile: stringFlag(ctx.flags, 'token-file') });
-  const { tls: _pageTls, ...auth } = linkAuthFromFlags(ctx.flags);
-  const tlsCa = stringFlag(ctx.flags, 'tls-ca');
-  const nc = await connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl serve', persistent: false, reconnect: true, ...auth, ...(tlsCa ? { tls: { ca: tlsCa } } : {}) }, ctx.log);
+  const plan = listenPlan({ listen: stringFlag(ctx.flags, 'listen'), httpsCert: stringFlag(ctx.flags, 'https-cert'), httpsKey: stringFlag(ctx.flags, 'https-key'), tokenFile: stringFlag(ctx.flags, 'token-file') });
+  const nc = await connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl serve', persistent: false, reconnect: true, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
   const now = () => ctx.clock.now().getTime();
   const feed = await FleetFeed.start({ nc, now, log: ctx.log });
   const server = await listenPage({ nc, feed, plan, log: ctx.log, now });
