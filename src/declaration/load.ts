@@ -32,7 +32,9 @@ function refuseProblems(source: string, problems: Problem[]): never {
   throw refused(
     `${source}: declaration refused (${problems.length} problem${problems.length === 1 ? '' : 's'}); nothing was touched`,
     problems.map((p) => `${p.path}: ${p.message}`),
-    problems.some((p) => p.wrongNode) ? 'wrong-node' : 'invalid',
+    // Another node's declaration is refused as such only when it is one of the vocabulary: a node name
+    // (or anything else) outside it makes the whole invalid.
+    problems.every((p) => p.wrongNode) ? 'wrong-node' : 'invalid',
   );
 }
 
