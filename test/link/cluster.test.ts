@@ -8,6 +8,8 @@ import { runCli } from '../support/cli.js';
 import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, ENROLMENTS_BUCKET, HEARTBEATS_STREAM, REPORTS_STREAM } from '../../src/link/wire.js';
 
 const unavailable = natsUnavailable();
+/** Every stream of the wire, a bucket's and the archive store's included: what a cluster must keep through a lost server. */
+const WIRE_STREAMS = [`KV_${DECLARATIONS_BUCKET}`, REPORTS_STREAM, HEARTBEATS_STREAM, `KV_${ENROLMENTS_BUCKET}`, `OBJ_${ARCHIVES_BUCKET}`];
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const strictlyIncreasing = (xs: number[]) => xs.every((x, i) => i === 0 || x > xs[i - 1]!);
 
@@ -48,7 +50,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a three-server cl
     }
   }
 
-  it('meshctl sizes replicas to the cluster; killing the server of each stream\'s leader, then the host\'s own, during a burst of sends loses, duplicates and reorders nothing', async () => {
+  it('meshctl sizes replicas to the cluster; killing the server of the leader of every stream and bucket the mesh uses (each leader seen to move to another server), then the host\'s own, during a burst of sends loses, duplicates and reorders nothing', async () => {
     // JetStream in a new cluster needs its meta leader elected: the operator's first command may have to wait for it.
     const deadline = Date.now() + 60_000;
     for (;;) {
@@ -63,7 +65,11 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a three-server cl
     const nc = await control(servers.map((s) => s.url));
     try {
       const jsm = await jetstreamManager(nc);
-      for (const stream of [`KV_${DECLARATIONS_BUCKET}`, REPORTS_STREAM, HEARTBEATS_STREAM, `KV_${ENROLMENTS_BUCKET}`, `OBJ_${ARCHIVES_BUCKET}`]) expect((await jsm.streams.info(stream)).config.num_replicas, stream).toBe(3);
+      // The streams on the cluster are the wire's, each with three replicas: a new one the wire grows is killed below too.
+      const names: string[] = [];
+      for await (const name of jsm.streams.names()) names.push(name);
+      expect(names.sort()).toEqual([...WIRE_STREAMS].sort());
+      for (const stream of WIRE_STREAMS) expect((await jsm.streams.info(stream)).config.num_replicas, stream).toBe(3);
     } finally {
       await nc.close();
     }
@@ -98,14 +104,25 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a three-server cl
       const ports = [...host.log().matchAll(/"server":"127\.0\.0\.1:(\d+)"[^\n]*link: (?:connected|reconnected)/g)].map((m) => Number(m[1]));
       return servers.find((s) => s.port === ports.at(-1))!;
     };
-    // Each stream's leader killed in turn, mid-burst, then the host's own server; each brought back before the next.
-    for (const [victimOf, at] of [[() => leaderOf(`KV_${DECLARATIONS_BUCKET}`), 4], [() => leaderOf(REPORTS_STREAM), 10], [hostsServer, 16]] as const) {
-      await whenSent(at);
-      const victim = await victimOf();
+    // Each stream's leader killed in turn, mid-burst, and seen to move to another server while its own is
+    // down; then the host's own server. Each is brought back before the next.
+    const moved: string[] = [];
+    for (const [i, stream] of WIRE_STREAMS.entries()) {
+      await whenSent(3 + 3 * i);
+      const victim = await leaderOf(stream);
       await victim.kill();
-      await whenSent(at + 3);
+      const next = await leaderOf(stream);
+      expect(next, `${stream}: a new leader on a server still up`).not.toBe(victim);
+      moved.push(`${stream}: n${servers.indexOf(victim)} -> n${servers.indexOf(next)}`);
+      await whenSent(4 + 3 * i);
       await victim.run();
     }
+    expect(moved).toHaveLength(5);
+    await whenSent(19);
+    const victim = await hostsServer();
+    await victim.kill();
+    await whenSent(21);
+    await victim.run();
     await burst;
 
     // Every send took its own number, in order.
