@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { acquireLock } from '../../src/store/lock.js';
 import { projectDir, runCli } from '../support/cli.js';
 import { hashTree, scratch } from '../support/tree.js';
+import { straceMissing } from '../support/crash.js';
 
 let cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -212,8 +213,7 @@ describe('the lock', () => {
   });
 });
 
-const hasStrace = spawnSync('strace', ['-V']).error === undefined;
-describe.skipIf(!hasStrace && !process.env.CI)('the store under fault injection, through the whole command', () => {
+describe.skipIf(straceMissing && !process.env.CI)('the store under fault injection, through the whole command', () => {
   it('EIO on the store rename: the apply reports the failure and the old store stays byte-identical', async () => {
     // Directories only: the store's rename is the only rename the command makes.
     const s = setup([{ type: 'directory', id: 'a', path: '/srv/a' }]);

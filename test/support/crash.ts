@@ -97,20 +97,21 @@ export function runKilledAt(command: string[], at: Injection, env: NodeJS.Proces
     const args = ['-f', '-qq', '-y', '-o', log, ...filter, '-e', `trace=${at.syscall}`, '-e', `inject=${at.syscall}:signal=SIGKILL:when=${at.when}`, ...command];
     const r = spawnSync('strace', args, { encoding: 'utf8', env: { ...process.env, UV_USE_IO_URING: '0', ...env }, maxBuffer: 1 << 28 });
     if (r.error) return { code: null, signal: null, stdout: '', stderr: `strace could not run: ${r.error.message}` };
-    const killedAt = existsSync(log) ? killedCall(readFileSync(log, 'utf8'), at.syscall) : undefined;
+    const killedAt = existsSync(log) ? killedIn(readFileSync(log, 'utf8'), at.syscall) : undefined;
     return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr, ...(killedAt ? { killedAt } : {}) };
   } finally {
     rmSync(dirname(log), { recursive: true, force: true });
   }
 }
 
-/** The call of `syscall` a thread was in when SIGKILL ended it (with its arguments, if strace split the line). */
-function killedCall(log: string, syscall: string): string | undefined {
+/** From strace's log (`-f -o`): the call of `syscall` a thread was in when SIGKILL ended it (with its arguments, if strace split the line). */
+export function killedIn(log: string, syscall: string): string | undefined {
+  // With -f each line starts with its thread's id; without it (one thread traced) with nothing.
   const lines = log.split('\n');
-  const killed = new Set(lines.flatMap((l) => /^(\d+)\s+\+\+\+ killed by SIGKILL/.exec(l)?.[1] ?? []));
+  const killed = new Set(lines.flatMap((l) => /^(?:(\d+)\s+)?\+\+\+ killed by SIGKILL/.exec(l)?.[1] ?? (/^\+\+\+ killed by SIGKILL/.test(l) ? '' : [])));
   for (const [i, line] of lines.entries()) {
-    const m = new RegExp(`^(\\d+)\\s+(?:${syscall}\\(.*|<\\.\\.\\. ${syscall} resumed>.*)\\s+= \\?$`).exec(line);
-    if (!m || !killed.has(m[1]!)) continue;
+    const m = new RegExp(`^(?:(\\d+)\\s+)?(?:${syscall}\\(.*|<\\.\\.\\. ${syscall} resumed>.*)\\s+= \\?$`).exec(line);
+    if (!m || !killed.has(m[1] ?? '')) continue;
     if (!line.includes('resumed>')) return line;
     const started = lines.slice(0, i).reverse().find((l) => l.startsWith(`${m[1]} `) && l.includes(`${syscall}(`) && l.endsWith('<unfinished ...>'));
     return `${started ?? ''} ${line}`.trim();
