@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/containers/spec.js';
 import { peekState } from '../../src/store/store.js';
 import { projectDir, runCli } from '../support/cli.js';
+import { leaks, pathsUnder } from '../support/leaks.js';
 import { container, skip, unavailable, useContainerScene } from './scene.js';
 
 /** `mesh-host apply` as an operator runs it, with the engine's socket in its configuration, killed mid-way. */
@@ -18,6 +19,7 @@ describe.skipIf(skip)(`a host killed between making a container and saving${unav
   it('leaks nothing: the next apply finds the container by its labels, records it, and makes no second one', async () => {
     const dir = join(scene.podman.scratch, 'crash');
     mkdirSync(join(dir, 'root'), { recursive: true });
+    const found = pathsUnder(join(dir, 'root'));
     const state = join(dir, 'state');
     // A long pause between the looks: the save comes after it, so the kill lands between create and save.
     writeFileSync(join(dir, 'host.json'), JSON.stringify({ node: 'crash', containerSocket: scene.podman.socket, verifyPauseMs: 20_000 }));
@@ -44,5 +46,7 @@ describe.skipIf(skip)(`a host killed between making a container and saving${unav
     expect(made).toHaveLength(1);
     expect(made[0]!.state).toBe('running');
     expect(peekState(state)?.records.web).toMatchObject({ type: 'container', target: 'web', container: { id: made[0]!.id } });
+    // Nor on the root or in the state directory: all there is what the store records.
+    expect(leaks({ root: join(dir, 'root'), stateDir: state }, found)).toEqual([]);
   });
 });
