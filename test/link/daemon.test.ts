@@ -7,6 +7,7 @@ import { useMesh } from '../support/mesh.js';
 import { NatsServer, natsUnavailable } from '../support/nats.js';
 import { hashTree } from '../support/tree.js';
 import { newOperatorKey } from '../../src/declaration/envelope.js';
+import { leaks } from '../support/leaks.js';
 
 const unavailable = natsUnavailable();
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -264,6 +265,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     expect(readdirSync(join(h.state, 'outbox'))).toEqual([]);
     expect(sequences(again)).toEqual(Array.from({ length: made() }, (_, i) => i + 1));
     expect(again[1]!.trigger).toBe('reconcile');
+    // And the state directory holds nothing the store does not account for.
+    expect(leaks({ stateDir: h.state })).toEqual([]);
   });
 
   it('200 deliveries while one apply runs: at most two further applies, the newest applied last, each delivery seen', async () => {
