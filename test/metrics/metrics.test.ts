@@ -78,7 +78,9 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`metrics of a real
     expect(value(scraped, 'mesh_host_link_up')).toBe(1);
     expect(value(scraped, 'mesh_host_apply_duration_seconds_count', { trigger: 'delivery' })).toBe(deliveriesConverged);
     expect(value(scraped, 'mesh_host_last_report_timestamp_seconds')).toBeCloseTo(Date.parse(reports.at(-1)!.finishedAt) / 1000, 0);
+    // The age of that report: not below zero, and no older than the time since it finished (read after the scrape).
     expect(value(scraped, 'mesh_host_last_report_age_seconds')).toBeGreaterThanOrEqual(0);
+    expect(value(scraped, 'mesh_host_last_report_age_seconds')).toBeLessThanOrEqual((Date.now() - Date.parse(reports.at(-1)!.finishedAt)) / 1000 + 1);
     expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);
 
     // A file edited by hand: the watcher's drift, the reconcile it asked for, counted as the reports say.
