@@ -70,22 +70,27 @@ const signed = (declaration: JsonObject, key = operator) => envelopeOf(bytesOf(d
 /** A valid declaration of the vocabulary that the gate refuses here: older, the same order with another digest, another node, the other mode. */
 function refusedByTheGate(options: { modeMatters: boolean }): fc.Arbitrary<Mutated> {
   const older: fc.Arbitrary<Mutated> = fc.oneof(
-    fc.integer({ min: 0, max: APPLIED - 1 }).map((sequence) => ({ what: `older: sequence ${sequence}`, value: valid(sequence) })),
-    fc.integer({ min: 0, max: 1 }).chain((epoch) => fc.integer({ min: 0, max: 10_000 }).map((sequence) => ({ what: `older: epoch ${epoch}, sequence ${sequence}`, value: valid(sequence, epoch) }))),
-    fc.constant<Mutated>({ what: 'the applied (epoch, sequence) with another digest', value: { ...valid(APPLIED), resources: [] } }),
+    fc.integer({ min: 0, max: APPLIED - 1 }).map((sequence) => ({ what: `older: sequence ${sequence}`, value: valid(sequence), kinds: STALE })),
+    fc.integer({ min: 0, max: 1 }).chain((epoch) => fc.integer({ min: 0, max: 10_000 }).map((sequence) => ({ what: `older: epoch ${epoch}, sequence ${sequence}`, value: valid(sequence, epoch), kinds: STALE }))),
+    fc.constant<Mutated>({ what: 'the applied (epoch, sequence) with another digest', value: { ...valid(APPLIED), resources: [] }, kinds: STALE }),
   );
-  const arbs = [older, fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/).filter((n) => n !== NODE).map((node) => ({ what: `for node ${node}`, value: { ...NEXT, node } }))];
-  if (options.modeMatters) arbs.push(fc.constant({ what: 'the other mode', value: { ...NEXT, mode: 'adopted' } }));
+  const arbs = [older, fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/).filter((n) => n !== NODE).map((node): Mutated => ({ what: `for node ${node}`, value: { ...NEXT, node }, kinds: ['wrong-node'] }))];
+  if (options.modeMatters) arbs.push(fc.constant<Mutated>({ what: 'the other mode', value: { ...NEXT, mode: 'adopted' }, kinds: ['mode'] }));
   return fc.oneof(...arbs);
 }
 
-/** An input: its bytes and what was done to make it. */
+const STALE: readonly RefusalKind[] = ['stale'];
+
+/** An input: its bytes, what was done to make it, and the refusal kinds it must meet. */
 interface Input {
   what: string;
   bytes: Buffer;
+  kinds: readonly RefusalKind[];
 }
-const asInput = (m: Mutated): Input => ({ what: m.what, bytes: bytesOf(m.value) });
-const signedInput = (m: Mutated): Input => ({ what: `${m.what} (signed)`, bytes: bytesOf(signed(m.value)) });
+const asInput = (m: Mutated): Input => ({ what: m.what, bytes: bytesOf(m.value), kinds: m.kinds });
+const signedInput = (m: Mutated): Input => ({ what: `${m.what} (signed)`, bytes: bytesOf(signed(m.value)), kinds: m.kinds });
+/** A plain declaration where only a signed envelope will do: whatever else is wrong with it, it is not signed. */
+const unsignedInput = (m: Mutated): Input => ({ what: `${m.what} (not signed)`, bytes: bytesOf(m.value), kinds: ['forged'] });
 
 /** What a path did with an input: refused (with its typed kind and what it said), or accepted. */
 type Outcome = { refused: true; kind: RefusalKind; said: string } | { refused: false; said: string };
@@ -130,6 +135,8 @@ function context(host: ScratchHost, args: string[]): CommandContext {
 }
 
 const tally = new Map<string, Map<string, number>>();
+/** Each path's run, written to MESH_FUZZ_FIGURES when set (the benchmark's fuzz part reads it for docs/bench.md). */
+const figures: Array<{ path: string; inputs: number; ms: number; kinds: Record<string, number> }> = [];
 function count(path: string, kind: string): void {
   const t = tally.get(path) ?? new Map<string, number>();
   t.set(kind, (t.get(kind) ?? 0) + 1);
@@ -145,6 +152,8 @@ async function fuzz(path: string, host: ScratchHost, inputs: fc.Arbitrary<Input>
       const outcome = await run(input);
       after?.();
       if (!outcome.refused) throw new Error(`accepted: ${input.what}: ${outcome.said}`);
+      // Refused for the reason the mutation gave it, not for another.
+      if (!input.kinds.includes(outcome.kind)) throw new Error(`refused as ${outcome.kind}, where ${input.what} must be refused as ${input.kinds.join(' or ')}: ${outcome.said}`);
       // A refusal says what was wrong: an invalid input names its JSON path or why it is not one.
       if (outcome.said.trim() === '') throw new Error(`refused without saying why: ${input.what}`);
       if (host.fingerprint() !== before) throw new Error(`the scratch root or the state directory changed after: ${input.what}`);
@@ -153,7 +162,9 @@ async function fuzz(path: string, host: ScratchHost, inputs: fc.Arbitrary<Input>
     { numRuns: PER_PATH, endOnFailure: true },
   );
   const ms = performance.now() - started;
-  console.log(`fuzz ${path}: ${PER_PATH} inputs refused in ${(ms / 1000).toFixed(1)} s (${((ms * 1000) / PER_PATH).toFixed(0)} µs each); by kind ${JSON.stringify(Object.fromEntries(tally.get(path) ?? []))}`);
+  const kinds = Object.fromEntries(tally.get(path) ?? []);
+  figures.push({ path, inputs: PER_PATH, ms: Math.round(ms), kinds });
+  console.log(`fuzz ${path}: ${PER_PATH} inputs refused in ${(ms / 1000).toFixed(1)} s (${((ms * 1000) / PER_PATH).toFixed(0)} µs each); by kind ${JSON.stringify(kinds)}`);
 }
 
 describe(`the one gate, ${COUNT} generated invalid inputs across its four paths`, () => {
@@ -163,7 +174,10 @@ describe(`the one gate, ${COUNT} generated invalid inputs across its four paths`
     hosts.push(h);
     return h;
   };
-  afterAll(() => hosts.forEach((h) => h.cleanup()));
+  afterAll(() => {
+    hosts.forEach((h) => h.cleanup());
+    if (process.env.MESH_FUZZ_FIGURES) writeFileSync(process.env.MESH_FUZZ_FIGURES, JSON.stringify(figures));
+  });
 
   const bundleOf = (declaration: JsonObject, extra: JsonObject = {}): JsonObject => ({ version: 1, node: NODE, link: { servers: [] }, publicKey: operator.publicKey, declaration: signed(declaration), ...extra });
   /** Enrols a scratch host through the one genesis path with the applied declaration. */
@@ -191,7 +205,7 @@ describe(`the one gate, ${COUNT} generated invalid inputs across its four paths`
       { weight: 6, arbitrary: declarationMutations(NEXT, KNOWN, requiredField).map(asInput) },
       { weight: 2, arbitrary: refusedByTheGate({ modeMatters: true }).map(asInput) },
       { weight: 1, arbitrary: declarationMutations(NEXT, KNOWN, requiredField).map(signedInput) },
-      { weight: 2, arbitrary: envelopeMutations(signed(NEXT), stranger, false).map(asInput) },
+      { weight: 2, arbitrary: envelopeMutations(signed(NEXT), stranger, false, 'invalid').map(asInput) },
       { weight: 1, arbitrary: notJson(JSON.stringify(NEXT)) },
     );
     await fuzz('apply FILE', applyHost, inputs, async (input) => {
@@ -208,19 +222,21 @@ describe(`the one gate, ${COUNT} generated invalid inputs across its four paths`
   it('genesis: bundles with a broken field, envelope or declaration, on an unenrolled machine', async () => {
     const h = made('genesis');
     const bundle = bundleOf(NEXT);
-    const inBundle = (m: Mutated): Input => ({ what: `${m.what} (in the bundle)`, bytes: bytesOf({ ...bundle, declaration: m.value }) });
-    const declared = (m: Mutated): Input => ({ what: `${m.what} (the bundle's declaration)`, bytes: bytesOf({ ...bundle, declaration: signed(m.value) }) });
+    const inBundle = (m: Mutated): Input => ({ what: `${m.what} (in the bundle)`, bytes: bytesOf({ ...bundle, declaration: m.value }), kinds: m.kinds });
+    const declared = (m: Mutated): Input => ({ what: `${m.what} (the bundle's declaration)`, bytes: bytesOf({ ...bundle, declaration: signed(m.value) }), kinds: m.kinds });
+    // A field of the bundle's envelope of another kind is a signature that cannot be taken; anything else of another kind is outside the vocabulary.
+    const envelopeField = (place: Array<string | number>): readonly RefusalKind[] => (place.length === 2 && place[0] === 'declaration' ? ['forged'] : ['invalid']);
     const inputs = fc.oneof(
-      { weight: 3, arbitrary: fc.oneof(wrongType(bundle), unknownField(bundle, BUNDLE_KNOWN), missingField(bundle, (p) => typeof p.at(-1) === 'string' && BUNDLE_REQUIRED.has(p.at(-1) as string))).map(asInput) },
+      { weight: 3, arbitrary: fc.oneof(wrongType(bundle, envelopeField), unknownField(bundle, BUNDLE_KNOWN), missingField(bundle, (p) => typeof p.at(-1) === 'string' && BUNDLE_REQUIRED.has(p.at(-1) as string))).map(asInput) },
       { weight: 4, arbitrary: declarationMutations(NEXT, KNOWN, requiredField).map(declared) },
-      { weight: 2, arbitrary: envelopeMutations(signed(NEXT), stranger, true).map(inBundle) },
-      { weight: 1, arbitrary: fc.oneof(
-        fc.constant({ what: 'the other mode', value: { ...bundle, declaration: signed({ ...NEXT, mode: 'adopted' }) } }),
-        fc.constant({ what: 'a declaration for another node', value: { ...bundle, declaration: signed({ ...NEXT, node: 'other' }) } }),
-        fc.constant({ what: 'signed by a key the bundle does not pin', value: { ...bundle, declaration: signed(NEXT, stranger) } }),
-        fc.oneof(fc.integer({ max: 0 }), fc.double({ noNaN: true }).filter((d) => !Number.isInteger(d))).map((keyRevision) => ({ what: `keyRevision ${keyRevision}`, value: { ...bundle, keyRevision } })),
-        fc.string({ maxLength: 60 }).filter((k) => !/^O[A-Z2-7]{55}$/.test(k)).map((publicKey) => ({ what: `publicKey ${JSON.stringify(publicKey)}`, value: { ...bundle, publicKey } })),
-        fc.string({ maxLength: 80 }).map((nodeKey) => ({ what: `secrets.nodeKey ${JSON.stringify(nodeKey)}`, value: { ...bundle, secrets: { nodeKey } } })),
+      { weight: 2, arbitrary: envelopeMutations(signed(NEXT), stranger, true, 'invalid').map(inBundle) },
+      { weight: 1, arbitrary: fc.oneof<Array<fc.Arbitrary<Mutated>>>(
+        fc.constant({ what: 'the other mode', value: { ...bundle, declaration: signed({ ...NEXT, mode: 'adopted' }) }, kinds: ['mode'] }),
+        fc.constant({ what: 'a declaration for another node', value: { ...bundle, declaration: signed({ ...NEXT, node: 'other' }) }, kinds: ['wrong-node'] }),
+        fc.constant({ what: 'signed by a key the bundle does not pin', value: { ...bundle, declaration: signed(NEXT, stranger) }, kinds: ['forged'] }),
+        fc.oneof(fc.integer({ max: 0 }), fc.double({ noNaN: true }).filter((d) => !Number.isInteger(d))).map((keyRevision) => ({ what: `keyRevision ${keyRevision}`, value: { ...bundle, keyRevision }, kinds: ['invalid'] })),
+        fc.string({ maxLength: 60 }).filter((k) => !/^O[A-Z2-7]{55}$/.test(k)).map((publicKey) => ({ what: `publicKey ${JSON.stringify(publicKey)}`, value: { ...bundle, publicKey }, kinds: ['invalid'] })),
+        fc.string({ maxLength: 80 }).map((nodeKey) => ({ what: `secrets.nodeKey ${JSON.stringify(nodeKey)}`, value: { ...bundle, secrets: { nodeKey } }, kinds: ['invalid'] })),
       ).map(asInput) },
       { weight: 1, arbitrary: notJson(JSON.stringify(bundle)) },
     );
@@ -238,10 +254,10 @@ describe(`the one gate, ${COUNT} generated invalid inputs across its four paths`
     const h = await enrolled('delivery');
     const { config } = loadConfig(h.paths.configPath);
     const inputs = fc.oneof(
-      { weight: 3, arbitrary: envelopeMutations(signed(NEXT), stranger, true).map(asInput) },
+      { weight: 3, arbitrary: envelopeMutations(signed(NEXT), stranger, true, 'forged').map(asInput) },
       { weight: 4, arbitrary: declarationMutations(NEXT, KNOWN, requiredField).map(signedInput) },
       { weight: 2, arbitrary: refusedByTheGate({ modeMatters: false }).map(signedInput) },
-      { weight: 1, arbitrary: declarationMutations(NEXT, KNOWN, requiredField).map(asInput) },
+      { weight: 1, arbitrary: declarationMutations(NEXT, KNOWN, requiredField).map(unsignedInput) },
       { weight: 1, arbitrary: notJson(JSON.stringify(signed(NEXT))) },
     );
     let revision = 100;
@@ -273,7 +289,7 @@ describe(`the one gate, ${COUNT} generated invalid inputs across its four paths`
     expect(await reconcileCommand(context(h, []))).toBe(0);
     const keptBytes = readFileSync(kept.path);
     const inputs = fc.oneof(
-      { weight: 3, arbitrary: envelopeMutations(signed(NEXT), stranger, true).map(asInput) },
+      { weight: 3, arbitrary: envelopeMutations(signed(NEXT), stranger, true, 'forged').map(asInput) },
       { weight: 4, arbitrary: declarationMutations(NEXT, KNOWN, requiredField).map(signedInput) },
       { weight: 2, arbitrary: refusedByTheGate({ modeMatters: false }).map(signedInput) },
       { weight: 1, arbitrary: notJson(JSON.stringify(signed(NEXT))) },

@@ -1,11 +1,13 @@
 import fc from 'fast-check';
 import type { KeyObject } from 'node:crypto';
 import { signEd25519 } from '../../src/declaration/nkey.js';
+import type { RefusalKind } from '../../src/system/errors.js';
 
 /**
  * Invalid inputs made from valid ones, each invalid by construction: a mutation is chosen so that no
  * value it can give is a declaration (or envelope, or bundle) the host may apply. Each carries its name
- * and what it did, so a failure says which input got through.
+ * and what it did, so a failure says which input got through, and the kinds of refusal it must meet:
+ * a refusal of another kind is a gate that refused for the wrong reason.
  */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
@@ -14,7 +16,15 @@ export interface Mutated {
   /** What was done, for the failure message. */
   what: string;
   value: JsonObject;
+  /** The refusal kinds this input must meet (more than one only where the gate may fairly see either). */
+  kinds: readonly RefusalKind[];
 }
+
+/** Which kinds a defect at a place must be refused as: outside the vocabulary, unless said otherwise. */
+export type KindsAt = (place: Array<string | number>) => readonly RefusalKind[];
+const INVALID: readonly RefusalKind[] = ['invalid'];
+const invalidAnywhere: KindsAt = () => INVALID;
+const FORGED: readonly RefusalKind[] = ['forged'];
 
 const clone = <T>(v: T): T => structuredClone(v);
 
@@ -45,12 +55,12 @@ const show = (place: Array<string | number>) => `/${place.join('/')}`;
 const anyJson: fc.Arbitrary<Json> = fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<Json>;
 
 /** Any field's value replaced by one of another JSON kind: every field of the vocabulary has exactly one kind. */
-export function wrongType(base: JsonObject): fc.Arbitrary<Mutated> {
+export function wrongType(base: JsonObject, kindsAt: KindsAt = invalidAnywhere): fc.Arbitrary<Mutated> {
   const places = placesIn(base);
   return fc.tuple(fc.constantFrom(...places), anyJson).filter(([place, v]) => kindOf(v) !== kindOf(at(base, place))).map(([place, v]) => {
     const value = clone(base);
     setAt(value, place, v);
-    return { what: `wrong type at ${show(place)}: ${JSON.stringify(v)}`.slice(0, 300), value };
+    return { what: `wrong type at ${show(place)}: ${JSON.stringify(v)}`.slice(0, 300), value, kinds: kindsAt(place) };
   });
 }
 
@@ -63,7 +73,7 @@ export function unknownField(base: JsonObject, known: ReadonlySet<string>): fc.A
       const value = clone(base);
       // Defined as an own field, as JSON.parse would make it (an assignment to __proto__ would not).
       Object.defineProperty(at(value, place) as object, name, { value: v, enumerable: true, writable: true, configurable: true });
-      return { what: `unknown field ${JSON.stringify(name)} at ${show(place)}`, value: JSON.parse(JSON.stringify(value)) as JsonObject };
+      return { what: `unknown field ${JSON.stringify(name)} at ${show(place)}`, value: JSON.parse(JSON.stringify(value)) as JsonObject, kinds: INVALID };
     });
 }
 
@@ -73,7 +83,7 @@ export function missingField(base: JsonObject, required: (place: Array<string | 
   return fc.constantFrom(...places).map((place) => {
     const value = clone(base);
     setAt(value, place, undefined);
-    return { what: `missing ${show(place)}`, value };
+    return { what: `missing ${show(place)}`, value, kinds: INVALID };
   });
 }
 
@@ -104,7 +114,7 @@ export function withBadPath(base: JsonObject): fc.Arbitrary<Mutated> {
   return fc.tuple(fc.constantFrom(...withPath), badPath).map(([i, path]) => {
     const value = clone(base);
     ((value.resources as JsonObject[])[i]!).path = path;
-    return { what: `bad path at /resources/${i}/path: ${JSON.stringify(path)}`, value };
+    return { what: `bad path at /resources/${i}/path: ${JSON.stringify(path)}`, value, kinds: INVALID };
   });
 }
 
@@ -117,7 +127,7 @@ export function duplicate(base: JsonObject): fc.Arbitrary<Mutated> {
     const resources = value.resources as JsonObject[];
     const f = field === 'path' && typeof resources[i]!.path === 'string' && typeof resources[j]!.path === 'string' ? 'path' : 'id';
     resources[j]![f] = resources[i]![f]!;
-    return { what: `duplicate ${f}: /resources/${j} takes /resources/${i}'s`, value };
+    return { what: `duplicate ${f}: /resources/${j} takes /resources/${i}'s`, value, kinds: INVALID };
   });
 }
 
@@ -141,7 +151,7 @@ export function withBrokenContent(base: JsonObject): fc.Arbitrary<Mutated> {
   return fc.constantFrom(...encoded).chain((i) => brokenBase64(((base.resources as JsonObject[])[i]!).content as string).map((content) => {
     const value = clone(base);
     ((value.resources as JsonObject[])[i]!).content = content;
-    return { what: `broken base64 content at /resources/${i}: ${JSON.stringify(content)}`, value };
+    return { what: `broken base64 content at /resources/${i}: ${JSON.stringify(content)}`, value, kinds: INVALID };
   }));
 }
 
@@ -163,7 +173,7 @@ export function outOfRange(base: JsonObject): fc.Arbitrary<Mutated> {
   return fc.constantFrom(...choices).chain(([place, arb]) => arb.map((v) => {
     const value = clone(base);
     setAt(value, place, v);
-    return { what: `out of range at ${show(place)}: ${JSON.stringify(v)}`.slice(0, 300), value };
+    return { what: `out of range at ${show(place)}: ${JSON.stringify(v)}`.slice(0, 300), value, kinds: INVALID };
   }));
 }
 
@@ -173,11 +183,11 @@ export function declarationMutations(base: JsonObject, known: ReadonlySet<string
 }
 
 /** Bytes that are not JSON: cut short, or with a stray character. */
-export function notJson(text: string): fc.Arbitrary<{ what: string; bytes: Buffer }> {
+export function notJson(text: string): fc.Arbitrary<{ what: string; bytes: Buffer; kinds: readonly RefusalKind[] }> {
   return fc.tuple(fc.nat(), fc.constantFrom('cut', 'stray', 'nul')).map(([n, how]) => {
     const i = 1 + (n % (text.length - 1));
     const out = how === 'cut' ? text.slice(0, i) : how === 'stray' ? `${text.slice(0, i)},}${text.slice(i)}` : `${text.slice(0, i)}\0${text.slice(i)}`;
-    return { what: `not JSON (${how} at ${i})`, bytes: Buffer.from(out) };
+    return { what: `not JSON (${how} at ${i})`, bytes: Buffer.from(out), kinds: INVALID };
   }).filter(({ bytes }) => {
     try {
       JSON.parse(bytes.toString('utf8'));
@@ -196,9 +206,11 @@ export function envelopeOf(payload: Buffer, key: { privateKey: KeyObject; public
 /**
  * An envelope whose signature cannot be taken: signed by another key (refused where a key is pinned),
  * a bit of the signature or payload flipped, broken base64 in either, a field missing, added or of
- * another kind.
+ * another kind. Each is refused as forged, but for one whose fields are not an envelope's: where a
+ * plain declaration may come it is read as one and is outside the vocabulary (`notAnEnvelope`
+ * 'invalid'); where only a signed envelope will do, it is not signed ('forged').
  */
-export function envelopeMutations(envelope: JsonObject, stranger: { privateKey: KeyObject; publicKey: string }, pinned: boolean): fc.Arbitrary<Mutated> {
+export function envelopeMutations(envelope: JsonObject, stranger: { privateKey: KeyObject; publicKey: string }, pinned: boolean, notAnEnvelope: RefusalKind): fc.Arbitrary<Mutated> {
   const payload = Buffer.from(envelope.payload as string, 'base64');
   const flip = (b64: string, n: number) => {
     const bytes = Buffer.from(b64, 'base64');
@@ -206,21 +218,21 @@ export function envelopeMutations(envelope: JsonObject, stranger: { privateKey: 
     return bytes.toString('base64');
   };
   const arbs: Array<fc.Arbitrary<Mutated>> = [
-    fc.nat().map((n) => ({ what: `signature bit ${n % 512} flipped`, value: { ...envelope, signature: flip(envelope.signature as string, n) } })),
-    fc.nat().map((n) => ({ what: `payload bit flipped at ${n % payload.length}`, value: { ...envelope, payload: flip(envelope.payload as string, n) } })),
-    brokenBase64(envelope.payload as string).map((p) => ({ what: `broken base64 payload ${JSON.stringify(p.slice(-12))}`, value: { ...envelope, payload: p } })),
-    brokenBase64(envelope.signature as string).map((s) => ({ what: `broken base64 signature ${JSON.stringify(s.slice(-12))}`, value: { ...envelope, signature: s } })),
-    fc.constantFrom('payload', 'key', 'signature').chain((f) => anyJson.filter((v) => typeof v !== 'string').map((v) => ({ what: `envelope ${f} of kind ${kindOf(v)}`, value: { ...envelope, [f]: v } }))),
+    fc.nat().map((n) => ({ what: `signature bit ${n % 512} flipped`, value: { ...envelope, signature: flip(envelope.signature as string, n) }, kinds: FORGED })),
+    fc.nat().map((n) => ({ what: `payload bit flipped at ${n % payload.length}`, value: { ...envelope, payload: flip(envelope.payload as string, n) }, kinds: FORGED })),
+    brokenBase64(envelope.payload as string).map((p) => ({ what: `broken base64 payload ${JSON.stringify(p.slice(-12))}`, value: { ...envelope, payload: p }, kinds: FORGED })),
+    brokenBase64(envelope.signature as string).map((s) => ({ what: `broken base64 signature ${JSON.stringify(s.slice(-12))}`, value: { ...envelope, signature: s }, kinds: FORGED })),
+    fc.constantFrom('payload', 'key', 'signature').chain((f) => anyJson.filter((v) => typeof v !== 'string').map((v) => ({ what: `envelope ${f} of kind ${kindOf(v)}`, value: { ...envelope, [f]: v }, kinds: FORGED }))),
     fc.constantFrom('payload', 'key', 'signature').map((f) => {
       const value = { ...envelope };
       delete value[f];
-      return { what: `envelope without ${f}`, value };
+      return { what: `envelope without ${f}`, value, kinds: [notAnEnvelope] };
     }),
-    fc.string({ maxLength: 8 }).filter((k) => !['payload', 'key', 'signature'].includes(k)).map((k) => ({ what: `envelope with extra field ${JSON.stringify(k)}`, value: JSON.parse(JSON.stringify({ ...envelope, [k]: 1 })) as JsonObject })),
+    fc.string({ maxLength: 8 }).filter((k) => !['payload', 'key', 'signature'].includes(k)).map((k) => ({ what: `envelope with extra field ${JSON.stringify(k)}`, value: JSON.parse(JSON.stringify({ ...envelope, [k]: 1 })) as JsonObject, kinds: [notAnEnvelope] })),
     // Signed by the stranger but naming the pinned key, or the stranger's key with the pinned signature.
-    fc.constant({ what: 'signed by another key, naming the pinned one', value: { ...envelopeOf(payload, stranger), key: envelope.key! } }),
-    fc.constant({ what: "the pinned signature under another key's name", value: { ...envelope, key: stranger.publicKey } }),
+    fc.constant({ what: 'signed by another key, naming the pinned one', value: { ...envelopeOf(payload, stranger), key: envelope.key! }, kinds: FORGED }),
+    fc.constant({ what: "the pinned signature under another key's name", value: { ...envelope, key: stranger.publicKey }, kinds: FORGED }),
   ];
-  if (pinned) arbs.push(fc.constant({ what: 'signed by another key', value: envelopeOf(payload, stranger) }));
+  if (pinned) arbs.push(fc.constant({ what: 'signed by another key', value: envelopeOf(payload, stranger), kinds: FORGED }));
   return fc.oneof(...arbs);
 }
