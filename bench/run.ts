@@ -13,6 +13,7 @@ import { benchRelease } from './release.js';
 import { loadAverage, machine } from './stats.js';
 import { benchPeers } from './peers.js';
 import { benchCrash } from './crash.js';
+import { benchFuzz } from './fuzz.js';
 import { benchScale } from './scale.js';
 import { benchStatus } from './status.js';
 import { benchNewcomer } from './newcomer.js';
@@ -39,14 +40,17 @@ function previousSections(): Map<string, string> {
 const out = () => {
   const now = new Map<string, string>();
   for (const part of sections.join('\n').split(/\n(?=## )/)) if (part.startsWith('## ')) now.set(part.split('\n')[0]!, part.trimEnd());
-  const merged = only ? new Map([...previousSections(), ...now]) : now;
+  // A whole run keeps the sections of the parts that run only when named (their headings' starts), unless it wrote them.
+  const kept = [...previousSections()].filter(([heading]) => !now.has(heading) && parts.some((p) => p.alone && p.heading !== undefined && heading.startsWith(p.heading)));
+  const merged = only ? new Map([...previousSections(), ...now]) : new Map([...now, ...kept]);
   writeFileSync(
     file,
     [
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, watch-daemon, scale, archive, release, newcomer) runs one part and keeps the others.',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, watch-daemon, scale, archive, release, newcomer) runs one part and keeps the others;',
+      'crash and fuzz take many minutes and run only when named (`npm run fuzz` is `npm run bench -- fuzz`): a whole run keeps their sections.',
       '',
       `Machine: ${machine()}`,
       '',
@@ -74,8 +78,8 @@ function peersSection(): Promise<string[]> {
   return benchPeers({ sizes, rounds, puppetRounds: Number(process.env.PEERS_PUPPET_ROUNDS ?? 1), ...(tools ? { tools } : {}) });
 }
 
-/** The parts of the page, in its order; one that runs only when named (`alone`) takes minutes. */
-const parts: Array<{ name: string; sections: () => Promise<string[]>; alone?: boolean }> = [
+/** The parts of the page, in its order; one that runs only when named (`alone`) takes minutes, and its sections' headings start with `heading`. */
+const parts: Array<{ name: string; sections: () => Promise<string[]>; alone?: boolean; heading?: string }> = [
   { name: 'startup', sections: benchStartup },
   { name: 'converge', sections: convergeSection },
   { name: 'services', sections: benchServices },
@@ -85,13 +89,15 @@ const parts: Array<{ name: string; sections: () => Promise<string[]>; alone?: bo
   { name: 'status', sections: benchStatus },
   { name: 'peers', sections: peersSection },
   // CRASH_INSTANTS narrows it.
-  { name: 'crash', sections: () => benchCrash(Number(process.env.CRASH_INSTANTS ?? 200)), alone: true },
+  { name: 'crash', sections: () => benchCrash(Number(process.env.CRASH_INSTANTS ?? 200)), alone: true, heading: '## Crash' },
+  // MESH_FUZZ_COUNT narrows it.
+  { name: 'fuzz', sections: () => benchFuzz(Number(process.env.MESH_FUZZ_COUNT ?? 100_000)), alone: true, heading: '## Gate fuzz' },
   { name: 'watch', sections: benchWatch },
   { name: 'watch-daemon', sections: benchWatchDaemon },
   { name: 'archive', sections: benchArchive },
   { name: 'release', sections: benchRelease },
   // Minutes, and everything downloaded again from Debian's and npm's registries.
-  { name: 'newcomer', sections: benchNewcomer, alone: true },
+  { name: 'newcomer', sections: benchNewcomer, alone: true, heading: "## A newcomer's first command" },
 ];
 
 for (const part of parts) {
