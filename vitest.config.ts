@@ -20,6 +20,7 @@ const UNIT = [
   'test/firewall/owners.test.ts',
   'test/firewall/read.test.ts',
   'test/firewall/settle.test.ts',
+  'test/fleet/rollout-decide.test.ts',
   'test/fleet/rows.test.ts',
   'test/inventory/verdicts.test.ts',
   'test/link/report-trust.test.ts',

@@ -8,6 +8,7 @@ const commands: CommandTable = {
   bundle: async () => (await import('./commands/bundle.js')).bundleCommand,
   send: async () => (await import('./commands/mesh.js')).sendCommand,
   plan: async () => (await import('./commands/plan.js')).planCommand,
+  rollout: async () => (await import('./commands/rollout.js')).rolloutCommand,
   'put-archive': async () => (await import('./commands/put-archive.js')).putArchiveCommand,
   'put-image': async () => (await import('./commands/put-image.js')).putImageCommand,
   reports: async () => (await import('./commands/mesh.js')).reportsCommand,

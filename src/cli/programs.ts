@@ -48,6 +48,11 @@ const options: Record<string, OptionSpec> = {
   'https-cert': { type: 'string', value: 'FILE', help: "the page's own certificate (PEM) for serving HTTPS; --tls-cert stays the client certificate for the NATS servers" },
   'https-key': { type: 'string', value: 'FILE', help: "the key of --https-cert" },
   'token-file': { type: 'string', value: 'FILE', help: 'a file holding the bearer token every request to the page must carry' },
+  waves: { type: 'string', value: 'SIZES', help: 'how many nodes have been reached after each wave: counts and shares (default 1,10%,50%,100%)' },
+  wait: { type: 'string', value: 'DURATION', help: "how long each node's report is awaited before it counts as silent (default 120s)" },
+  'halt-on': { type: 'string', value: 'REASONS', help: 'what halts the rollout: failed, refused, silent, joined by commas (default all three)' },
+  resume: { type: 'string', value: 'ID', help: 'go on with a halted or interrupted rollout' },
+  abort: { type: 'string', value: 'ID', help: 'stop a rollout: nodes not yet sent keep what they have' },
   'cluster-port': { type: 'string', value: 'PORT', multiple: true, help: 'route port, as --port (default 6222)' },
 };
 const oneShot = ['dry-run', 'diff', 'detailed-exitcodes'];
@@ -87,6 +92,7 @@ export const meshctlProgram: ProgramSpec = {
     bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'embed-creds', 'node-key', 'out'] },
     send: { summary: 'put a declaration into the mesh for NODE, or each its own copy for --nodes, --select or --all', args: ['NODE?', 'FILE'], options: ['nodes', 'select', 'all', 'key', 'epoch', 'replicas', ...linkOptions] },
     plan: { summary: 'ask each chosen host for the plan it would make for FILE, changing nothing; changes grouped across nodes', args: ['FILE'], options: ['nodes', 'select', 'all', 'diff', 'timeout', 'key', 'epoch', ...linkOptions] },
+    rollout: { summary: 'send FILE wave by wave (nodes ordered by a hash of their id), each wave\'s reports awaited; halts on the first failure', args: ['FILE?'], options: ['nodes', 'select', 'all', 'waves', 'wait', 'halt-on', 'resume', 'abort', 'key', 'epoch', 'replicas', ...linkOptions] },
     'put-archive': { summary: 'upload an archive to the mesh\'s store; prints the resource to paste', args: ['FILE'], options: ['name', 'replicas', ...linkOptions] },
     'put-image': { summary: 'upload an image archive (docker save, podman save) to the mesh\'s store; prints the image field to paste', args: ['FILE'], options: ['name', 'replicas', ...linkOptions] },
     reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'replicas', ...linkOptions] },

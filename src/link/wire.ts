@@ -22,6 +22,8 @@ export const DECLARATION_SUBJECTS = `$KV.${DECLARATIONS_BUCKET}.>`;
 export const declarationSubject = (node: string) => `$KV.${DECLARATIONS_BUCKET}.${node}`;
 /** The control side's record of each node's key (no host's credentials reach it). */
 export const ENROLMENTS_BUCKET = 'mesh_enrolments';
+/** The control side's record of each rollout, and which nodes an unfinished rollout holds (no host's credentials reach it). */
+export const ROLLOUTS_BUCKET = 'mesh_rollouts';
 /** Archives, in the JetStream Object Store: meshctl put-archive writes, hosts only read. */
 export const ARCHIVES_BUCKET = 'mesh_archives';
 /**

@@ -4,6 +4,7 @@ import { isEnvelope } from '../../declaration/envelope.js';
 import { readDeclarationFile, receiveDeclaration } from '../../declaration/load.js';
 import { resolveTargets, type TargetChoice } from '../../fleet/targets.js';
 import { readEnrolments } from '../../fleet/trust.js';
+import type { Enrolments } from '../../link/enrolment.js';
 import { archiveObjectProblems } from '../../archive/objects.js';
 import { EXIT, HostError, refused, usageError } from '../../system/errors.js';
 import { stringFlag, type CommandContext } from '../context.js';
@@ -65,19 +66,8 @@ export async function sendManyCommand(ctx: CommandContext, choice: TargetChoice,
   const epochFlag = countFlag(ctx, 'epoch', 0);
   const nc = await connectWire(ctx);
   try {
-    const [enrolments, records, kv, missing] = await Promise.all([readEnrolments(nc), readNodeRecords(nc), openDeclarations(nc), archiveObjectProblems(nc, fields)]);
-    const nodes = resolveTargets(choice, (await enrolments).enrolled());
-    const named = fields.node;
-    if (named !== undefined && (nodes.length !== 1 || nodes[0] !== named)) throw refused(`${file} names the node ${JSON.stringify(named)}: leave "node" out to send one declaration to many nodes; nothing was sent`);
-    if (missing.length > 0) throw refused(`${file}: the archive store does not hold what it names; nothing was sent`, missing);
-    // Checked once as every host will check it: a declaration no host would take is refused whole.
-    await receiveDeclaration(Buffer.from(JSON.stringify({ ...fields, node: nodes[0], sequence: 1 })), { source: file });
-    const lines: SendLine[] = new Array(nodes.length);
-    let next = 0;
-    const lane = async () => {
-      for (let i = next++; i < nodes.length; i = next++) lines[i] = await sendCopy({ nc, kv, file, fields, seed, epochFlag }, nodes[i]!, records.get(nodes[i]!) ?? {});
-    };
-    await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, nodes.length) }, lane));
+    const { nodes, kv, records } = await prepareFleetSend(nc, choice, file, fields);
+    const lines = await sendCopies({ nc, kv, file, fields, seed, epochFlag }, nodes, records);
     for (const line of lines) ctx.print(ctx.json ? JSON.stringify(line) : describeLine(line, nodes));
     if (!ctx.json) ctx.print(summaryOf(lines));
     return lines.every((l) => l.outcome !== 'refused') ? EXIT.ok : EXIT.failed;
@@ -86,7 +76,24 @@ export async function sendManyCommand(ctx: CommandContext, choice: TargetChoice,
   }
 }
 
-interface CopyContext {
+/**
+ * What a send to many (and a rollout) checks before anything is sent: the nodes chosen, every one with a
+ * key; a file naming a node only when it is the one target; every archive it names in the store; the
+ * declaration as every host will check it. Any of these refuses the whole send.
+ */
+export async function prepareFleetSend(nc: NatsConnection, choice: TargetChoice, file: string, fields: Record<string, unknown>): Promise<{ nodes: string[]; kv: KV; records: Map<string, NodeRecord>; enrolments: Promise<Enrolments> }> {
+  const enrolments = readEnrolments(nc);
+  const [records, kv, missing] = await Promise.all([readNodeRecords(nc), openDeclarations(nc), archiveObjectProblems(nc, fields)]);
+  const nodes = resolveTargets(choice, (await enrolments).enrolled());
+  const named = fields.node;
+  if (named !== undefined && (nodes.length !== 1 || nodes[0] !== named)) throw refused(`${file} names the node ${JSON.stringify(named)}: leave "node" out to send one declaration to many nodes; nothing was sent`);
+  if (missing.length > 0) throw refused(`${file}: the archive store does not hold what it names; nothing was sent`, missing);
+  // Checked once as every host will check it: a declaration no host would take is refused whole.
+  await receiveDeclaration(Buffer.from(JSON.stringify({ ...fields, node: nodes[0], sequence: 1 })), { source: file });
+  return { nodes, kv, records, enrolments };
+}
+
+export interface CopyContext {
   nc: NatsConnection;
   kv: KV;
   file: string;
@@ -95,14 +102,28 @@ interface CopyContext {
   epochFlag: number | undefined;
 }
 
-/** One node's copy: skipped when its key holds the same declaration, else numbered, signed and put; a refusal is that node's line. */
-async function sendCopy(c: CopyContext, node: string, first: NodeRecord): Promise<SendLine> {
+/** Every node's copy, a bounded number at once; `again` names the nodes sent their copy even if their key holds it. */
+export async function sendCopies(c: CopyContext, nodes: string[], records: Map<string, NodeRecord>, again: (node: string) => boolean = () => false): Promise<SendLine[]> {
+  const lines: SendLine[] = new Array(nodes.length);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < nodes.length; i = next++) lines[i] = await sendCopy(c, nodes[i]!, records.get(nodes[i]!) ?? {}, again(nodes[i]!));
+  };
+  await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, nodes.length) }, lane));
+  return lines;
+}
+
+/**
+ * One node's copy: skipped when its key holds the same declaration (unless `again`: a rollout sends a
+ * failed node its copy again after a fix), else numbered, signed and put; a refusal is that node's line.
+ */
+async function sendCopy(c: CopyContext, node: string, first: NodeRecord, again = false): Promise<SendLine> {
   const copy: Record<string, unknown> = { ...c.fields, node };
   try {
     const put = await putNumbered(c.nc, c.kv, node, async (record) => {
       const epoch = c.epochFlag ?? (typeof copy.epoch === 'number' ? copy.epoch : nextMark(record, undefined).epoch);
       const held = record.key?.declaration;
-      if (held && record.key?.mark && sameDeclaration(held, epoch === undefined ? copy : { ...copy, epoch })) throw new Unchanged(record.key.mark);
+      if (!again && held && record.key?.mark && sameDeclaration(held, epoch === undefined ? copy : { ...copy, epoch })) throw new Unchanged(record.key.mark);
       const made = await numberAndSign(copy, Buffer.from(JSON.stringify(copy)), c.file, node, record, c.epochFlag, c.seed);
       refuseUnlessNewer(made.mark, record, c.file, node);
       checkPayloadSize(c.nc, made.bytes.length, `the signed declaration for ${node}`);
