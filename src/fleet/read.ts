@@ -19,9 +19,10 @@ export interface FleetRead {
 }
 
 /** The last token of a subject: the node (`mesh.report.<node>`, `$KV.mesh_declarations.<node>`). */
-const nodeOf = (subject: string) => subject.slice(subject.lastIndexOf('.') + 1);
+export const nodeOf = (subject: string) => subject.slice(subject.lastIndexOf('.') + 1);
 
-function parse(data: Uint8Array): unknown {
+/** The bytes as JSON, or undefined when they are not. */
+export function parse(data: Uint8Array): unknown {
   try {
     return JSON.parse(new TextDecoder().decode(data));
   } catch {

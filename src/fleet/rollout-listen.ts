@@ -1,7 +1,7 @@
 import type { MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { latestPerSubject, type LatestMessage } from '../link/latest.js';
 import { HEARTBEAT_SUBJECTS, HEARTBEATS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from '../link/wire.js';
-import type { ReportVerifier } from './read.js';
+import { nodeOf, parse, type ReportVerifier } from './read.js';
 import type { PauseSeen, ReportHeard } from './rollout.js';
 
 /** A report whose signature failed: not taken as its node's word. */
@@ -9,16 +9,6 @@ export interface Untrusted {
   node: string;
   sequence?: number;
   reason: string;
-}
-
-const nodeOf = (subject: string) => subject.slice(subject.lastIndexOf('.') + 1);
-
-function parse(bytes: Uint8Array): unknown {
-  try {
-    return JSON.parse(new TextDecoder().decode(bytes));
-  } catch {
-    return undefined;
-  }
 }
 
 function reportOf(value: unknown): ReportHeard | undefined {
