@@ -109,8 +109,8 @@ function inspected(info: Dockerode.ContainerInspectInfo): Inspected {
 
 /** The engine behind a socket, through dockerode (loaded only by an apply that has containers). */
 export async function dockerEngine(socketPath: string): Promise<ContainerEngine> {
-  const loaded = (await import('dockerode')) as unknown as { default?: typeof Dockerode };
-  const Docker = loaded.default ?? (loaded as unknown as typeof Dockerode);
+  const loaded: { default?: typeof Dockerode } = await import('dockerode');
+  const Docker = loaded.default ?? (loaded as typeof Dockerode);
   const docker = new Docker({ socketPath, version: ENGINE_API_VERSION });
   return {
     async list(labels) {
@@ -149,17 +149,7 @@ export async function dockerEngine(socketPath: string): Promise<ContainerEngine>
       await docker.getImage(image).tag({ repo, tag });
     },
     async create(r) {
-      const created = await docker.createContainer({
-        name: r.name,
-        Image: r.image,
-        ...(r.command ? { Cmd: r.command } : {}),
-        Env: r.env,
-        Labels: r.labels,
-        StopTimeout: r.stopTimeout,
-        ExposedPorts: Object.fromEntries(Object.keys(r.ports).map((p) => [p, {}])),
-        HostConfig: { PortBindings: r.ports, Binds: r.binds, RestartPolicy: { Name: r.restart } },
-      });
-      return created.id;
+      return (await docker.createContainer(createOptions(r))).id;
     },
     async start(id) {
       await docker.getContainer(id).start();
@@ -189,6 +179,20 @@ export async function dockerEngine(socketPath: string): Promise<ContainerEngine>
       return demuxLog(await docker.getContainer(id).logs({ stdout: true, stderr: true, tail: lines, follow: false }));
     },
     events: (labels, signal) => engineEvents(docker, labels, signal),
+  };
+}
+
+/** A create request in the engine API's words. */
+function createOptions(r: CreateRequest): Dockerode.ContainerCreateOptions {
+  return {
+    name: r.name,
+    Image: r.image,
+    ...(r.command ? { Cmd: r.command } : {}),
+    Env: r.env,
+    Labels: r.labels,
+    StopTimeout: r.stopTimeout,
+    ExposedPorts: Object.fromEntries(Object.keys(r.ports).map((p) => [p, {}])),
+    HostConfig: { PortBindings: r.ports, Binds: r.binds, RestartPolicy: { Name: r.restart } },
   };
 }
 
