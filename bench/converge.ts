@@ -9,7 +9,7 @@ import { receiveDeclaration } from '../src/declaration/load.js';
 import { newOperatorKey, sign, digestOf } from '../src/declaration/envelope.js';
 import type { HostConfig } from '../src/config/config.js';
 import { RememberedKept } from '../src/daemon/remembered-kept.js';
-import { applyPending } from '../src/daemon/worker.js';
+import { runWork } from '../src/daemon/worker.js';
 import { Outbox } from '../src/report/outbox.js';
 import type { Declaration, Resource } from '../src/declaration/schema.js';
 import { systemAccounts } from '../src/resources/accounts.js';
@@ -78,7 +78,7 @@ const cpuMs = () => {
 };
 
 /**
- * The no-op as the daemon makes it at every reconcile: the apply worker's own path (applyPending) over
+ * The no-op as the daemon makes it at every reconcile: the worker's own path (runWork) over
  * the kept signed declaration, which is read and hashed each time (it could have changed on disk) but
  * checked and parsed only once while its bytes stay the same; the apply finds everything as declared,
  * makes no report and writes nothing. Its own tree and store, so that nothing of the apply rows mixes in.
@@ -105,7 +105,7 @@ async function reconcileNoops(files: number, dirs: number, runs: number): Promis
       env: (s: Store) => benchEnv(root, stateDir, s, { outbox }),
     };
     const reconcile = async () => {
-      await applyPending(deps, store, { kind: 'reconcile' });
+      await runWork(deps, store, { kind: 'reconcile' });
       if (store.state.lastOutcome?.outcome !== 'converged') throw new Error(`bench reconcile: ${JSON.stringify(store.state.lastOutcome)}`);
     };
     await reconcile(); // the first makes the tree, and speaks

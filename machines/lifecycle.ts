@@ -4,28 +4,34 @@ import { markOf, orderConflict, type HeldMark, type Mark } from '../src/declarat
 export type Mode = 'adopted' | 'converged';
 export type Ending = 'stop' | 'standAside' | 'move';
 
-/** What the link delivered: enough for the machine to order it; the bytes travel with it, unread here. */
+/** A delivery the intake checked: its mark, and which revision of the node's key it was. No bytes: once kept, the worker applies the kept declaration. */
 export interface Delivery extends Mark {
-  /** The revision of the node's key it was, when the link read it from the key. */
   revision?: number;
-  /** Opaque to the machine: what the worker applies. */
-  payload?: unknown;
+}
+
+/** A delivery refused before anything was kept: the worker reports it, in its turn, like any other work. */
+export interface Refused {
+  /** Why, as a kind (`stale` for the order rule; the intake's own, `forged` say, for what did not verify). */
+  kind: 'stale' | 'forged' | 'wrong-node' | 'invalid' | 'unsupported' | 'mode' | 'state' | 'unappliable';
+  message: string;
+  /** The delivery, when the machine ordered it and refused it. */
+  delivery?: Delivery;
 }
 
 /** A value of the node's key: which revision, holding what. */
-export interface KeyValue {
-  revision: number;
-  digest: string;
-}
+export type KeyValue = { revision: number; digest: string };
 
-/** The one pending slot: a delivery, or a reconcile of the kept declaration. */
-/** A reconcile asked for by a watcher carries what it found, to be said in the report. */
+/**
+ * The one pending slot: a delivery, or a reconcile of the kept declaration. A reconcile asked for by a
+ * watcher carries what it found, to be said in the report.
+ */
 export type Pending = { kind: 'delivery'; delivery: Delivery } | { kind: 'reconcile'; found?: string[] };
 
-/** A report made (by the worker, a refusal, or a command run by hand), waiting in the outbox. */
-export interface ReportRef {
-  sequence: number;
-}
+/** What the worker takes: the pending apply, or the refusals waiting to be reported (taken first). */
+export type Work = Pending | { kind: 'refusals'; refused: Refused[] };
+
+/** A report made (by the worker or a command run by hand), waiting in the outbox. */
+export type ReportRef = { sequence: number };
 
 export interface WorkerOutput {
   /** Every report waiting in the outbox when the worker finished, its own included (none for a silent reconcile). */
@@ -57,7 +63,9 @@ export interface LifecycleInput {
 
 export interface LifecycleContext {
   pending?: Pending;
-  inFlight?: Pending;
+  /** Refusals waiting for the worker to report them, in the order they were decided. */
+  refused: Refused[];
+  inFlight?: Work;
   /** The newest declaration applied, and the newest kept: deliveries are ordered against them and the queue. */
   applied?: Mark;
   kept?: Mark;
@@ -79,6 +87,8 @@ export interface LifecycleContext {
 
 export type LifecycleEvent =
   | { type: 'DELIVERY'; delivery: Delivery }
+  /** A value of the key the intake could not take (a signature that does not verify, another node's). */
+  | { type: 'REFUSED'; refused: Refused }
   | { type: 'RECONCILE_TICK' }
   /** A watcher saw a unit leave running or an owned path change, between applies. */
   | { type: 'DRIFT_FOUND'; found: string[] }
@@ -90,7 +100,7 @@ export type LifecycleEvent =
   | { type: 'RESUME' }
   | { type: 'END_REQUESTED' }
   | { type: 'MODE_IS'; mode: Mode }
-  /** A report made outside the worker (a refused delivery, a command run by hand), waiting in the outbox. */
+  /** A report made outside the worker (a command run by hand), waiting in the outbox. */
   | { type: 'REPORT_MADE'; report: ReportRef };
 
 /** Between applies, the stop waits this long for the apply in flight, then quiesces anyway. */
@@ -101,7 +111,7 @@ export const ENROLMENT_RECHECK_MS = 5_000;
 export const REPORT_RETRY_MS = 1_000;
 
 /** A delivery as the worker will apply it, when it is one. */
-const deliveryOf = (p: Pending | undefined): Delivery | undefined => (p?.kind === 'delivery' ? p.delivery : undefined);
+const deliveryOf = (p: Work | undefined): Delivery | undefined => (p?.kind === 'delivery' ? p.delivery : undefined);
 
 /** Everything a delivery is ordered against: what was applied, what is kept, and the queue. */
 function heldMarks(context: LifecycleContext): Array<HeldMark | undefined> {
@@ -169,8 +179,11 @@ export const lifecycleMachine = setup({
      * host's own writes are never news).
      */
     watchers: fromCallback(() => () => {}),
-    /** Applies one pending declaration once and makes one report (or none, for a silent reconcile). */
-    applyWorker: fromPromise<WorkerOutput, Pending>(async () => {
+    /**
+     * Applies one pending declaration once (the kept declaration, for a delivery and a reconcile alike)
+     * and makes one report (or none, for a silent reconcile); or reports the refusals waiting.
+     */
+    applyWorker: fromPromise<WorkerOutput, Work>(async () => {
       throw new Error('applyWorker is provided by the host');
     }),
     /** Sends the oldest report and resolves on its acknowledgement. */
@@ -186,7 +199,7 @@ export const lifecycleMachine = setup({
     enrolled: (_, params: { loaded: LoadedStore }) => params.loaded.enrolled,
     ending: ({ context }) => context.ending !== undefined,
     hasBundle: ({ context }) => context.bundle !== undefined,
-    hasPending: ({ context }) => context.pending !== undefined,
+    hasWork: ({ context }) => context.pending !== undefined || context.refused.length > 0,
     hasReports: ({ context }) => context.outbox.length > 0,
     isConverged: ({ context }) => context.mode === 'converged',
     modeConverged: (_, params: { mode: Mode }) => params.mode === 'converged',
@@ -204,8 +217,6 @@ export const lifecycleMachine = setup({
   actions: {
     /** Effect: the delivery's bytes written as the kept declaration, before it is applied. */
     writeKept: (_, _params: { delivery: Delivery }) => {},
-    /** Effect: a refused delivery reported (outside the worker; REPORT_MADE follows). Nothing is kept. */
-    reportRefusal: (_, _params: { delivery: Delivery; reason: string }) => {},
     /** Effect: said that the value read is the one kept and applied. */
     sayAlreadyKept: (_, _params: { delivery: Delivery }) => {},
     keep: assign(({ context }, params: { delivery: Delivery }) => {
@@ -224,7 +235,11 @@ export const lifecycleMachine = setup({
         return { kind: 'reconcile' as const, found: [...(held?.found ?? []), ...params.found.filter((f) => !held?.found?.includes(f))] };
       },
     }),
-    takePending: assign({ inFlight: ({ context }) => context.pending, pending: () => undefined }),
+    /** A refusal waits for the worker like any work, and is reported by it: nothing is kept. */
+    queueRefusal: assign({ refused: ({ context }, params: { refused: Refused }) => [...context.refused, params.refused] }),
+    /** The refusals waiting go first (they report only); then the pending apply. */
+    takeWork: assign(({ context }) =>
+      context.refused.length > 0 ? { inFlight: { kind: 'refusals' as const, refused: context.refused }, refused: [] } : { inFlight: context.pending, pending: undefined }),
     finishApply: assign(({ context }, params: { output: WorkerOutput }) => ({
       inFlight: undefined,
       outbox: withReports(context, params.output.reports ?? []),
@@ -256,7 +271,7 @@ export const lifecycleMachine = setup({
   },
 }).createMachine({
   id: 'host',
-  context: ({ input }) => ({ outbox: [], sentThrough: 0, ...(input?.bundle !== undefined ? { bundle: input.bundle } : {}) }),
+  context: ({ input }) => ({ outbox: [], refused: [], sentThrough: 0, ...(input?.bundle !== undefined ? { bundle: input.bundle } : {}) }),
   initial: 'starting',
   output: ({ context }) => ({
     ...(context.ending ? { ending: context.ending } : {}),
@@ -308,7 +323,7 @@ export const lifecycleMachine = setup({
         STAND_ASIDE: { actions: ['requestStandAside', 'raiseEnd'] },
         MOVE: { actions: ['requestMove', 'raiseEnd'] },
         // Ordered before anything is touched: a delivery older than what was applied, kept or is
-        // pending, or equal in order with another digest, is refused and reported, never kept.
+        // pending, or equal in order with another digest, is refused, never kept; the worker reports it.
         DELIVERY: [
           {
             guard: { type: 'alreadyKeptAndApplied', params: ({ event }) => ({ delivery: event.delivery }) },
@@ -316,7 +331,10 @@ export const lifecycleMachine = setup({
           },
           {
             guard: { type: 'outOfOrder', params: ({ event }) => ({ delivery: event.delivery }) },
-            actions: { type: 'reportRefusal', params: ({ context, event }) => ({ delivery: event.delivery, reason: deliveryRefusal(context, event.delivery)! }) },
+            actions: {
+              type: 'queueRefusal',
+              params: ({ context, event }) => ({ refused: { kind: 'stale', message: `the delivery (revision ${event.delivery.revision}): ${deliveryRefusal(context, event.delivery)}; nothing was touched`, delivery: event.delivery } }),
+            },
           },
           {
             actions: [
@@ -326,6 +344,7 @@ export const lifecycleMachine = setup({
             ],
           },
         ],
+        REFUSED: { actions: { type: 'queueRefusal', params: ({ event }) => ({ refused: event.refused }) } },
         RECONCILE_TICK: { actions: 'enqueueReconcile' },
         DRIFT_FOUND: { actions: { type: 'enqueueFound', params: ({ event }) => ({ found: event.found }) } },
         REPORT_MADE: { actions: { type: 'queueReport', params: ({ event }) => ({ report: event.report }) } },
@@ -360,7 +379,7 @@ export const lifecycleMachine = setup({
               invoke: { id: 'watchers', src: 'watchers' },
               always: [
                 { guard: 'ending', target: '#host.quiescing' },
-                { guard: 'hasPending', target: 'applying', actions: 'takePending' },
+                { guard: 'hasWork', target: 'applying', actions: 'takeWork' },
               ],
             },
             applying: {

@@ -4,7 +4,7 @@ import { markOf } from '../declaration/order.js';
 import type { Mode } from '../declaration/schema.js';
 import type { Accounts } from '../resources/accounts.js';
 import { planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
-import { applyPlan } from '../resources/apply-plan.js';
+import { applyPlan, type ApplyOutcome } from '../resources/apply-plan.js';
 import { RootedFs } from '../resources/rooted-fs.js';
 import { WriteBatch } from '../resources/write-batch.js';
 import { ChangeSet, type ConvergeContext, type StepResult } from '../resources/types.js';
@@ -21,7 +21,6 @@ import { readable } from '../report/words.js';
 import type { ManagerChoice } from '../services/choose.js';
 import type { Outbox } from '../report/outbox.js';
 import { settleFoundFirewall, type FirewallEnv, type Settled } from '../firewall/settle.js';
-import { filtersNotRead } from '../firewall/read.js';
 import type { RefusalKind, Subject } from '../system/errors.js';
 
 /** Everything an apply needs from the host, passed in. */
@@ -52,6 +51,8 @@ export interface ApplyRequest {
   dryRun: boolean;
   /** Only a signed declaration the link delivers may change the recorded mode. */
   mayChangeMode: boolean;
+  /** The lifecycle ordered it (the daemon's worker): the gate does not check its order again. */
+  ordered?: boolean;
   /** Called with the plan before anything is touched (it is printed first). */
   onPlan?: (plan: Plan) => void;
   /** Said in the report (a repair of the recorded mode, say). */
@@ -73,6 +74,7 @@ export type ApplyResult =
   | { kind: 'refused'; refusal: RefusalKind; reason: string; details: string[]; subjects?: Subject[]; plan?: Plan; report?: Report };
 
 export { modeProblem } from './gate.js';
+export { reportRefusal, reportUnapplied } from './unapplied.js';
 
 const refusedBy = (r: Refusal): ApplyResult => ({ kind: 'refused', refusal: r.kind, reason: r.reason, details: r.details });
 
@@ -87,24 +89,12 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
   const { store } = env;
   const startedAt = env.clock.now().toISOString();
 
-  const refusal = gate(declaration, digest, { lastApplied: store.state.lastApplied, recordedMode: store.state.mode, mayChangeMode: request.mayChangeMode, handlers: env.handlers });
+  const refusal = gate(declaration, digest, { lastApplied: store.state.lastApplied, recordedMode: store.state.mode, mayChangeMode: request.mayChangeMode, handlers: env.handlers, ...(request.ordered ? { ordered: true } : {}) });
   if (refusal) return refusedBy(refusal);
 
   const fs = new RootedFs(env.root);
   try {
-    const ctx: ConvergeContext = {
-      fs,
-      writes: new WriteBatch(fs, (intent) => store.intend(intent)),
-      store,
-      accounts: env.accounts,
-      log: env.log,
-      origin: request.origin,
-      mode: declaration.mode,
-      takenDir: join(env.stateDir, 'taken'),
-      now: () => env.clock.now().toISOString(),
-      removing: new Set(),
-      changed: new ChangeSet(),
-    };
+    const ctx = contextOf(env, request, fs);
     const planned = await planDeclaration(declaration, ctx, env.handlers);
     if (planned.refused !== undefined) return refusedBy({ kind: 'unappliable', reason: `${planned.refused}; nothing was touched`, details: [] });
     const plan = withLazySteps<Plan>({ steps: [], ...(request.diff ? { diffs: await planDiffs(planned, fs) } : {}) }, () => planSteps(planned).map(readable));
@@ -126,76 +116,109 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       said.push(store.state.mode === undefined ? `mode recorded: ${declaration.mode}` : `mode changed by the mesh: ${store.state.mode} → ${declaration.mode}`);
     }
     const outcome = await applyPlan(planned, ctx);
-    said.push(...outcome.said);
-    const firewall = await retireFoundFirewallAfterApply(env, declaration.mode, !outcome.error);
-    said.push(...(firewall?.said ?? []));
-    const error: Report['error'] = outcome.error ?? (firewall?.failure ? { message: firewall.failure } : undefined);
-    const heldSteps = outcome.changed.filter((s) => s.status === 'held');
-    const finishedAt = env.clock.now().toISOString();
-    const facts = await env.facts?.();
-    const report = withLazySteps<Report>({
-      node: env.node,
-      sequence: 0,
-      trigger: request.trigger,
-      declaration: markOf(declaration, digest),
-      mode: declaration.mode,
-      outcome: error ? 'failed' : 'converged',
-      ...(error ? { error } : {}),
-      steps: [],
-      said: [...said, ...saidOf(outcome.changed)],
-      facts: {
-        held: heldSteps.map((s) => ({ id: s.resource, target: s.target, reason: s.detail ?? 'held' })),
-        links: facts?.links ?? [],
-        filters: firewall?.filters ?? facts?.filters ?? [],
-        foundFirewall: firewall?.foundFirewall ?? facts?.foundFirewall ?? null,
-      },
-      startedAt,
-      finishedAt,
-    }, () => outcome.steps().map(readable));
+    const report = await reportOf(env, request, outcome, [...said, ...outcome.said], startedAt);
     // Whether to speak depends on what changed, never on the unchanged: their steps are not made for it.
     const speaks = shouldSpeak({ trigger: report.trigger, outcome: report.outcome, steps: outcome.changed, facts: report.facts }, store.state.lastFingerprint) || (request.found?.length ?? 0) > 0;
-    store.updateHead((state) => {
-      state.mode = declaration.mode;
-      state.held = report.facts.held;
-      state.lastApplied = { ...markOf(declaration, digest), at: finishedAt };
-      if (speaks) {
-        state.reportSequence += 1;
-        report.sequence = state.reportSequence;
-        state.lastFingerprint = fingerprintOf(report.facts);
-      }
-      state.lastOutcome = {
-        outcome: report.outcome,
-        at: finishedAt,
-        reportSequence: state.reportSequence,
-        ...(error ? { message: error.resource ? `${error.resource}: ${error.message}` : error.message } : {}),
-      };
-    });
-    // The report reaches the outbox before the store records its sequence: a crash in between leaves
-    // a report the next start counts (see openStore), never a sequence without its report.
-    const failures: string[] = [];
-    const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    if (speaks && env.outbox) {
-      try {
-        await env.outbox.addAsync(report);
-      } catch (err) {
-        failures.push(`the report could not be kept in the outbox (${code(err)}): the mesh will not hear of this apply`);
-      }
-    }
-    // Saved even when the apply failed: what was applied before the failure is on the machine.
-    try {
-      await store.saveAsync();
-    } catch (err) {
-      failures.push(`the store could not be saved (${code(err)}): the machine holds what was applied, the record on disk is the one before this apply`);
-    }
-    if (failures.length > 0) {
-      env.log.error({ failures }, failures.join('; '));
-      report.outcome = 'failed';
-      report.error = { message: failures.join('; ') };
-    }
+    recordApply(store, report, speaks);
+    await keepReport(env, report, speaks);
     sayApplyDetail(env.log, report, outcome);
     return { kind: speaks ? 'applied' : 'silent', plan, report };
   } finally {
     fs.close();
+  }
+}
+
+/** What converging needs for this apply, passed in: nothing of any resource kind. */
+function contextOf(env: HostEnv, request: ApplyRequest, fs: RootedFs): ConvergeContext {
+  return {
+    fs,
+    writes: new WriteBatch(fs, (intent) => env.store.intend(intent)),
+    store: env.store,
+    accounts: env.accounts,
+    log: env.log,
+    origin: request.origin,
+    mode: request.received.declaration.mode,
+    takenDir: join(env.stateDir, 'taken'),
+    now: () => env.clock.now().toISOString(),
+    removing: new Set(),
+    changed: new ChangeSet(),
+  };
+}
+
+/** The apply's one report: what was done, held and said, the found firewall settled after it (its sequence is given when it is kept). */
+async function reportOf(env: HostEnv, request: ApplyRequest, outcome: ApplyOutcome, said: string[], startedAt: string): Promise<Report> {
+  const { declaration, digest } = request.received;
+  const firewall = await retireFoundFirewallAfterApply(env, declaration.mode, !outcome.error);
+  const error: Report['error'] = outcome.error ?? (firewall?.failure ? { message: firewall.failure } : undefined);
+  const heldSteps = outcome.changed.filter((s) => s.status === 'held');
+  const finishedAt = env.clock.now().toISOString();
+  const facts = await env.facts?.();
+  return withLazySteps<Report>({
+    node: env.node,
+    sequence: 0,
+    trigger: request.trigger,
+    declaration: markOf(declaration, digest),
+    mode: declaration.mode,
+    outcome: error ? 'failed' : 'converged',
+    ...(error ? { error } : {}),
+    steps: [],
+    said: [...said, ...(firewall?.said ?? []), ...saidOf(outcome.changed)],
+    facts: {
+      held: heldSteps.map((s) => ({ id: s.resource, target: s.target, reason: s.detail ?? 'held' })),
+      links: facts?.links ?? [],
+      filters: firewall?.filters ?? facts?.filters ?? [],
+      foundFirewall: firewall?.foundFirewall ?? facts?.foundFirewall ?? null,
+    },
+    startedAt,
+    finishedAt,
+  }, () => outcome.steps().map(readable));
+}
+
+/** The store's head after an apply: mode, held, the declaration applied, the outcome, and the report's sequence when it speaks. */
+function recordApply(store: Store, report: Report, speaks: boolean): void {
+  const { error, finishedAt } = report;
+  store.updateHead((state) => {
+    state.mode = report.mode ?? undefined;
+    state.held = report.facts.held;
+    if (report.declaration) state.lastApplied = { ...report.declaration, at: finishedAt };
+    if (speaks) {
+      state.reportSequence += 1;
+      report.sequence = state.reportSequence;
+      state.lastFingerprint = fingerprintOf(report.facts);
+    }
+    state.lastOutcome = {
+      outcome: report.outcome,
+      at: finishedAt,
+      reportSequence: state.reportSequence,
+      ...(error ? { message: error.resource ? `${error.resource}: ${error.message}` : error.message } : {}),
+    };
+  });
+}
+
+/**
+ * The report reaches the outbox before the store records its sequence: a crash in between leaves a
+ * report the next start counts (see openStore), never a sequence without its report. The store is saved
+ * even when the apply failed: what was applied before the failure is on the machine.
+ */
+async function keepReport(env: HostEnv, report: Report, speaks: boolean): Promise<void> {
+  const failures: string[] = [];
+  const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+  if (speaks && env.outbox) {
+    try {
+      await env.outbox.addAsync(report);
+    } catch (err) {
+      failures.push(`the report could not be kept in the outbox (${code(err)}): the mesh will not hear of this apply`);
+    }
+  }
+  try {
+    await env.store.saveAsync();
+  } catch (err) {
+    failures.push(`the store could not be saved (${code(err)}): the machine holds what was applied, the record on disk is the one before this apply`);
+  }
+  if (failures.length > 0) {
+    env.log.error({ failures }, failures.join('; '));
+    report.outcome = 'failed';
+    report.error = { message: failures.join('; ') };
   }
 }
 
@@ -206,12 +229,6 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
 async function retireFoundFirewallAfterApply(env: HostEnv, mode: Mode, converged: boolean): Promise<Settled | undefined> {
   if (!env.firewall) return undefined;
   return settleFoundFirewall({ firewall: env.firewall, store: env.store, clock: env.clock, log: env.log, mode, converged, ...(env.serviceManager ? { serviceManager: env.serviceManager } : {}) });
-}
-
-/** A refusal reads nothing of the machine: its filters are said not read, never reported as none. */
-function firewallFactsOfRefusal(env: HostEnv, notRead = 'not read: the declaration was refused before anything on the machine was read'): Pick<Report['facts'], 'filters' | 'foundFirewall'> {
-  if (!env.firewall) return { filters: [], foundFirewall: null };
-  return { filters: filtersNotRead(notRead), foundFirewall: { tools: [], notRead } };
 }
 
 /**
@@ -237,47 +254,4 @@ function withLazySteps<T extends { steps: unknown[] }>(value: T, make: () => T['
 
 function saidOf(steps: StepResult[]): string[] {
   return steps.filter((s) => s.detail && s.status !== 'unchanged' && s.status !== 'skipped' && s.status !== 'failed').map((s) => `${s.target}: ${s.detail}`);
-}
-
-/**
- * A report for what was refused before anything was touched (a stale, forged or wrong-mode
- * declaration): counted by kind in the store, and reported like any apply.
- */
-export function reportRefusal(env: HostEnv, refusal: { kind: RefusalKind; message: string; trigger: Trigger; declaration?: Report['declaration']; subjects?: Subject[] }): Report {
-  env.store.updateHead((state) => {
-    state.refusals[refusal.kind] = (state.refusals[refusal.kind] ?? 0) + 1;
-  });
-  const report = reportUnapplied(env, { outcome: 'refused', message: refusal.message, trigger: refusal.trigger, ...(refusal.declaration ? { declaration: refusal.declaration } : {}), ...(refusal.subjects?.length ? { subjects: refusal.subjects } : {}) });
-  env.log.warn({ kind: refusal.kind, report: report.sequence, declaration: refusal.declaration }, `refused: ${refusal.message}`);
-  return report;
-}
-
-/**
- * A report of something that ended without an apply (a refusal, a release that failed its trial): the
- * next report sequence, kept in the outbox before the store is saved, like an apply's.
- */
-export function reportUnapplied(env: HostEnv, what: { outcome: Report['outcome']; message: string; trigger: Trigger; declaration?: Report['declaration']; said?: string[]; notRead?: string; subjects?: Subject[] }): Report {
-  const at = env.clock.now().toISOString();
-  let report!: Report;
-  env.store.updateHead((state) => {
-    state.reportSequence += 1;
-    report = {
-      node: env.node,
-      sequence: state.reportSequence,
-      trigger: what.trigger,
-      declaration: what.declaration ?? null,
-      mode: state.mode ?? null,
-      outcome: what.outcome,
-      error: { message: what.message, ...(what.subjects ? { subjects: what.subjects } : {}) },
-      steps: [],
-      said: what.said ?? [],
-      facts: { held: state.held, links: [], ...firewallFactsOfRefusal(env, what.notRead) },
-      startedAt: at,
-      finishedAt: at,
-    };
-    state.lastOutcome = { outcome: what.outcome, at, message: what.message, reportSequence: state.reportSequence };
-  });
-  env.outbox?.add(report);
-  env.store.save();
-  return report;
 }

@@ -12,7 +12,10 @@ export interface Refusal {
 }
 
 export interface GateFacts {
+  /** What was applied last; the order is checked against it unless the lifecycle ordered the request already. */
   lastApplied: Mark | undefined;
+  /** The lifecycle ordered this request (the daemon's worker): its order is not checked again. */
+  ordered?: boolean;
   recordedMode: Mode | undefined;
   /** Only a signed declaration the link delivers may change the recorded mode. */
   mayChangeMode: boolean;
@@ -40,14 +43,15 @@ export function unsupportedResources(declaration: Declaration, handlers: Handler
 /**
  * The one gate every apply passes before anything on the machine is read or touched, whichever way
  * the declaration came (a file, genesis, a reconcile, a delivery): what this host cannot apply, an
- * order the store refuses, a mode this path may not change. Undefined when it may go on.
+ * order the store refuses (for a request the lifecycle did not order: a command run by hand), a mode
+ * this path may not change. Undefined when it may go on.
  */
 export function gate(declaration: Declaration, digest: string, facts: GateFacts): Refusal | undefined {
   const unsupported = unsupportedResources(declaration, facts.handlers);
   if (unsupported.length > 0) {
     return { kind: 'unsupported', reason: `${unsupported.length} resource${unsupported.length === 1 ? '' : 's'} of a type this host cannot apply; nothing was touched`, details: unsupported };
   }
-  const stale = orderProblem(declaration, digest, facts.lastApplied);
+  const stale = facts.ordered ? undefined : orderProblem(declaration, digest, facts.lastApplied);
   if (stale) return { kind: 'stale', reason: stale, details: [] };
   const mode = modeProblem(facts.recordedMode, declaration.mode, facts.mayChangeMode);
   if (mode) return { kind: 'mode', reason: mode, details: [] };

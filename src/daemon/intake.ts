@@ -1,34 +1,27 @@
-import type { Delivery } from '../../machines/lifecycle.js';
+import type { Delivery, Refused } from '../../machines/lifecycle.js';
 import type { HostConfig } from '../config/config.js';
 import { receiveDeclaration, type Received } from '../declaration/load.js';
 import { markOf } from '../declaration/order.js';
 import type { DeclarationValue } from '../link/session.js';
-import { HostError, refused, type RefusalKind } from '../system/errors.js';
+import { HostError, refused } from '../system/errors.js';
 import type { Logger } from '../system/log.js';
-
-/** A delivery as the machine carries it: ordered by (epoch, sequence), its checked declaration opaque. */
-export interface CarriedDelivery extends Delivery {
-  payload: Received;
-}
-
-export interface IntakeRefusal {
-  kind: RefusalKind;
-  message: string;
-}
 
 export interface IntakeDeps {
   config: () => HostConfig;
   log: Logger;
-  /** A value that cannot be a declaration for this host: reported, nothing kept or touched. */
-  refuse(refusal: IntakeRefusal): Promise<void>;
-  /** A checked declaration, handed to the lifecycle to order, keep and enqueue. */
-  deliver(delivery: CarriedDelivery): void;
+  /** Where a verified delivery's bytes and parse wait for the lifecycle's decision (the kept declaration's keeper). */
+  remember(received: Received): void;
+  /** A value that cannot be a declaration for this host: handed to the lifecycle, which has the worker report it. */
+  refuse(refused: Refused): void;
+  /** A checked declaration's mark, handed to the lifecycle to order, keep and enqueue. */
+  deliver(delivery: Delivery): void;
 }
 
 /**
  * Delivery intake: each value of this node's key is checked (signature first, then the vocabulary and
- * the node) one at a time, in the order the link brought them, and handed on. Whether it is newer than
- * what the host holds, and so kept and applied, is the lifecycle's decision, not the intake's.
+ * the node) one at a time, in the order the link brought them, remembered, and its mark handed on.
+ * Whether it is newer than what the host holds, and so kept and applied, is the lifecycle's decision,
+ * not the intake's; the intake reports nothing itself.
  */
 export class DeliveryIntake {
   private chain: Promise<void> = Promise.resolve();
@@ -51,7 +44,7 @@ export class DeliveryIntake {
       if (!(err instanceof HostError) || err.kind === undefined) throw err;
       return this.deps.refuse({ kind: err.kind, message: [err.message, ...err.details].join('; ') });
     }
-    const { declaration, digest } = received;
-    this.deps.deliver({ ...markOf(declaration, digest), revision, payload: received });
+    this.deps.remember(received);
+    this.deps.deliver({ ...markOf(received.declaration, received.digest), revision });
   }
 }

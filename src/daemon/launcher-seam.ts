@@ -4,7 +4,7 @@ import type { FailedTrial, HostEvent, LauncherCommand, PipeEnd } from '../releas
 import { reportFailedTrial } from '../release/trial-report.js';
 import type { Logger } from '../system/log.js';
 import { statusOf } from './status.js';
-import { savedStateReader } from './saved-state.js';
+import type { SavedHead } from '../store/peek.js';
 
 /** What the daemon is given when `mesh-host launch` started it. */
 export interface LauncherLink {
@@ -15,7 +15,8 @@ export interface LauncherLink {
 }
 
 export interface LauncherSeamDeps extends LauncherLink {
-  stateDir: string;
+  /** The store's head as saved (the daemon's peek). */
+  head: () => SavedHead | undefined;
   node: () => string;
   log: Logger;
   /** Makes a report under the host's lock, as the worker does; the outbox watch hands it to the machine. */
@@ -41,12 +42,11 @@ export function attachLauncher(actor: LifecycleActor, deps: LauncherSeamDeps): (
   let trialDue = deps.trial !== undefined;
   /** Said once this host serves again (after a resume, or now if it serves). */
   let failedTrials: FailedTrial[] = [];
-  const savedState = savedStateReader(deps.stateDir);
   /** The last outcome seen in the saved store: an apply that ended says the next one. */
   let lastOutcomeAt: string | undefined = outcomeOf()?.at;
 
   function outcomeOf() {
-    return statusOf(savedState(), deps.node(), null).lastOutcome as { outcome: 'converged' | 'failed' | 'refused'; at: string; reportSequence?: number; message?: string } | null;
+    return statusOf(deps.head(), deps.node(), null).lastOutcome as { outcome: 'converged' | 'failed' | 'refused'; at: string; reportSequence?: number; message?: string } | null;
   }
 
   function reportFailed(): void {

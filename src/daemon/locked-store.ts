@@ -3,7 +3,7 @@ import type { StoreState } from '../store/state.js';
 import type { Logger } from '../system/log.js';
 import { openStore, settleOpened } from '../apply/open.js';
 import { withLockedStore } from '../host/open.js';
-import { savedHeadKey } from './saved-state.js';
+import { savedHeadKey, StorePeek, type SavedHead } from '../store/peek.js';
 
 /** How long the daemon waits for a command run by hand to let go of the lock. */
 const DAEMON_LOCK_TIMEOUT_MS = 120_000;
@@ -14,8 +14,14 @@ interface Left {
   store: Store;
 }
 
+/** The store as saved, read without the lock: its head, and when asked its whole state. */
+export interface Peeked {
+  head: SavedHead | undefined;
+  state(): Readonly<StoreState> | undefined;
+}
+
 /**
- * The daemon's way to the store: every apply, refusal and start takes the lock and reads the store
+ * The daemon's ways to the store. `run` (and `plan`, a dry run in its turn): every apply, refusal and start takes the lock and reads the store
  * afresh when a command run by hand may have saved in between; while the head on disk is still the
  * daemon's own last save, the store that run left is used again (opening a 10,000-record store parses a
  * 2 MB journal, and held the event loop about 100 ms at the start of every apply). Once the host ends,
@@ -27,8 +33,11 @@ export class LockedStore {
   private left: Left | undefined;
   /** Runs and plans one after another in this process (the lock orders them against other processes). */
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly saved: StorePeek;
 
-  constructor(private readonly stateDir: string, private readonly log: Logger) {}
+  constructor(private readonly stateDir: string, private readonly log: Logger) {
+    this.saved = new StorePeek(stateDir);
+  }
 
   run<T>(what: string, fn: (store: Store) => Promise<T>): Promise<T> {
     return this.inTurn(() => this.runLocked(what, fn));
@@ -80,11 +89,16 @@ export class LockedStore {
   }
 
   /**
-   * The state as the daemon's last run left it, while the head on disk is still that run's save (no
-   * command run by hand saved since): what the watchers need, without reading 10,000 records again.
+   * `peek`: the store as saved, without the lock. Its whole state is the one the daemon's last run left
+   * while the head on disk is still that run's save (no command run by hand saved since): what the
+   * watchers and an inventory need, without reading 10,000 records again; else it is read from disk.
    */
-  lastSaved(): Readonly<StoreState> | undefined {
-    return this.left && savedHeadKey(this.stateDir) === this.left.head ? this.left.store.state : undefined;
+  peek(): Peeked {
+    const left = this.left;
+    return {
+      head: this.saved.headNow(),
+      state: () => (left && savedHeadKey(this.stateDir) === left.head ? left.store.state : this.saved.stateNow()),
+    };
   }
 
   quiesce(): void {

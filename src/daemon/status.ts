@@ -1,10 +1,10 @@
 import { keptFoundFirewalls } from '../firewall/kept.js';
 import type { StoreState } from '../store/state.js';
-import type { SavedState } from './saved-state.js';
+import type { SavedHead } from '../store/peek.js';
 
 /** What `meshctl status` is answered: the store's head as saved (read without the lock: it is renamed whole), and the lifecycle's state. */
-export function statusOf(saved: SavedState | undefined, node: string, lifecycleState: unknown) {
-  const state: SavedState = saved ?? {};
+export function statusOf(saved: SavedHead | undefined, node: string, lifecycleState: unknown) {
+  const state: SavedHead = saved ?? {};
   return {
     node,
     mode: state.mode ?? null,

@@ -2,7 +2,7 @@ import type { HostConfig } from '../config/config.js';
 import type { Resource } from '../declaration/schema.js';
 import { reconcileSource, type KeptDeclaration } from '../host/kept.js';
 import type { ManagerChoice } from '../services/choose.js';
-import { peekState, type Store } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import type { StoreState } from '../store/state.js';
 import type { Logger } from '../system/log.js';
 import type { Finding } from '../watch/finding.js';
@@ -10,9 +10,8 @@ import { watchHost } from '../watch/watchers.js';
 import type { ContainerEngine } from '../containers/engine.js';
 
 export interface WatchingDeps {
-  stateDir: string;
-  /** The state the daemon's last run under the lock left, if the head on disk is still its save. */
-  lastSaved: () => StoreState | undefined;
+  /** The store as saved (the daemon's peek): as its last run left it, or read without the lock. */
+  saved: () => Readonly<StoreState> | undefined;
   root: string;
   config: () => HostConfig;
   kept: KeptDeclaration;
@@ -31,7 +30,7 @@ export interface WatchingDeps {
 export function startWatching(deps: WatchingDeps): () => void {
   // Watched at once, in this turn of the event loop: every change after the apply that just ended is
   // heard, even one made while the first look is being taken (see watchFootprint).
-  const state = deps.lastSaved() ?? peekState(deps.stateDir);
+  const state = deps.saved();
   if (state === undefined) return () => undefined;
   const watcher = watchHost({
     declared: () => lastDeclared(deps, state),

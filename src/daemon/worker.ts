@@ -1,13 +1,11 @@
-import type { Pending, ReportRef, WorkerOutput } from '../../machines/lifecycle.js';
+import type { ReportRef, Work, WorkerOutput } from '../../machines/lifecycle.js';
 import { applyDeclaration, reportRefusal, type HostEnv } from '../apply/apply.js';
 import type { HostConfig } from '../config/config.js';
-import type { Received } from '../declaration/load.js';
 import { markOf } from '../declaration/order.js';
 import { reconcileSource, type KeptDeclaration } from '../host/kept.js';
 import type { Outbox } from '../report/outbox.js';
 import type { Store } from '../store/store.js';
 import { HostError } from '../system/errors.js';
-import type { CarriedDelivery } from './intake.js';
 
 export interface WorkerDeps {
   config: () => HostConfig;
@@ -32,29 +30,32 @@ function outputOf(store: Store, outbox: Outbox): WorkerOutput {
 }
 
 /**
- * The apply worker: one pending declaration, through the one apply path, with the store it is given
- * (opened under the lock). A delivery applies the bytes the machine carried; a reconcile reads the kept
- * declaration now, when the worker starts, never a copy taken earlier. A refusal is reported.
+ * The worker, the one writer: with the store it is given (opened under the lock), it reports the
+ * refusals the lifecycle decided, or applies the kept declaration through the one apply path, for a
+ * delivery (kept when the lifecycle took it) and a reconcile alike, read now, when the worker starts,
+ * never a copy taken earlier. The lifecycle ordered what it applies: the gate does not order it again.
  */
-export async function applyPending(deps: WorkerDeps, store: Store, pending: Pending): Promise<WorkerOutput> {
+export async function runWork(deps: WorkerDeps, store: Store, work: Work): Promise<WorkerOutput> {
   const env = deps.env(store);
-  const trigger = pending.kind === 'delivery' ? 'delivery' : 'reconcile';
-  let received: Received;
-  let said: string[] = [];
-  let mayChangeMode = true;
-  if (pending.kind === 'delivery') received = (pending.delivery as CarriedDelivery).payload;
-  else {
-    try {
-      ({ received, said, mayChangeMode } = await reconcileSource({ config: deps.config(), store, kept: deps.kept }));
-    } catch (err) {
-      // A kept declaration changed on disk, or carried bytes genesis did not apply: refused, and said.
-      if (!(err instanceof HostError) || err.kind === undefined) throw err;
-      reportRefusal(env, { kind: err.kind, message: [err.message, ...err.details].join('; '), trigger });
-      return outputOf(store, deps.outbox);
-    }
+  if (work.kind === 'refusals') {
+    for (const { kind, message, delivery } of work.refused) reportRefusal(env, { kind, message, trigger: 'delivery', ...(delivery ? { declaration: markOf(delivery) } : {}) });
+    return outputOf(store, deps.outbox);
   }
-  const found = pending.kind === 'reconcile' ? pending.found : undefined;
-  const result = await applyDeclaration(env, { received, origin: 'mesh', trigger, dryRun: false, mayChangeMode, said, ...(found?.length ? { found } : {}) });
+  const trigger = work.kind === 'delivery' ? 'delivery' : 'reconcile';
+  let source: Awaited<ReturnType<typeof reconcileSource>>;
+  try {
+    source = await reconcileSource({ config: deps.config(), store, kept: deps.kept });
+  } catch (err) {
+    // A kept declaration changed on disk, or carried bytes genesis did not apply: refused, and said.
+    if (!(err instanceof HostError) || err.kind === undefined) throw err;
+    reportRefusal(env, { kind: err.kind, message: [err.message, ...err.details].join('; '), trigger });
+    return outputOf(store, deps.outbox);
+  }
+  const { received, mayChangeMode } = source;
+  // A delivery is the mesh changing what it says: the apply says a mode it changes; a repair is a reconcile's to say.
+  const said = work.kind === 'delivery' ? [] : source.said;
+  const found = work.kind === 'reconcile' ? work.found : undefined;
+  const result = await applyDeclaration(env, { received, origin: 'mesh', trigger, dryRun: false, mayChangeMode, ordered: true, said, ...(found?.length ? { found } : {}) });
   if (result.kind === 'refused') {
     const { declaration, digest } = received;
     reportRefusal(env, {

@@ -19,10 +19,16 @@ describe('the kept declaration as the daemon opens it', () => {
     const kept = new RememberedKept(folder());
     const bytes = await signed(seed, 2);
     const received = await receiveDeclaration(bytes, { source: 'the delivery', node: 'n1', requireSignature: true, pinnedKey: publicKey });
-    kept.keep(bytes, 7, received.digest);
-    kept.remember(received, config);
+    // The intake remembers what it verified; the lifecycle keeps it: those very bytes are written.
+    kept.remember(received);
+    expect(kept.exists()).toBe(false);
+    kept.keepDelivered({ sequence: 2, digest: received.digest, revision: 7 }, config);
+    expect(kept.read().equals(bytes)).toBe(true);
+    expect(kept.revision()).toEqual({ revision: 7, digest: received.digest });
     // The very object the intake made: nothing parsed again.
     expect(await kept.receive(config)).toBe(received);
+    // Only the delivery the intake verified last can be kept.
+    expect(() => kept.keepDelivered({ sequence: 3, digest: 'sha256:other', revision: 8 }, config)).toThrow(/not the one the intake verified last/);
 
     // A file changed on disk is checked whole: a forged one is refused as before.
     const forged = JSON.parse(bytes.toString()) as { payload: string };

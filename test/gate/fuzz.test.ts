@@ -8,6 +8,7 @@ import { reconcileCommand } from '../../src/cli/commands/reconcile.js';
 import type { CommandContext } from '../../src/cli/context.js';
 import { loadConfig } from '../../src/config/config.js';
 import { DeliveryIntake } from '../../src/daemon/intake.js';
+import type { Received } from '../../src/declaration/load.js';
 import { newNkeySeed, nkeySeed } from '../../src/declaration/nkey.js';
 import { genesis } from '../../src/genesis/genesis.js';
 import { hostEnvironment, serviceManagerOnce } from '../../src/host/environment.js';
@@ -262,20 +263,24 @@ describe(`the one gate, ${COUNT} generated invalid inputs across its four paths`
     );
     let revision = 100;
     await fuzz('delivery', h, inputs, async (input) => {
+      let remembered: Received | undefined;
       const taken = await new Promise<Outcome | { delivered: Parameters<ConstructorParameters<typeof DeliveryIntake>[0]['deliver']>[0] }>((resolve) => {
         const intake = new DeliveryIntake({
           config: () => config,
           log: deps.log,
-          refuse: async (r) => resolve({ refused: true, kind: r.kind, said: r.message }),
+          remember: (received) => void (remembered = received),
+          refuse: (r) => resolve({ refused: true, kind: r.kind, said: r.message }),
           deliver: (delivery) => resolve({ delivered: delivery }),
         });
         intake.take({ bytes: input.bytes, revision: ++revision });
       });
       if (!('delivered' in taken)) return taken;
-      // What the intake hands on goes, as the daemon's worker sends it, through the one apply path.
+      // What the intake verified and remembered goes through the one apply path (its order checked there:
+      // no lifecycle ordered it here).
+      expect(remembered?.digest).toBe(taken.delivered.digest);
       const result = await withLockedStore(h.paths.stateDir, deps.log, { command: 'fuzz', timeoutMs: 10_000 }, async (store) => {
         const env = hostEnvironment({ paths: h.paths, config, store, deps, serviceManager: serviceManagerOnce(deps.runner, config) });
-        return applyDeclaration(env, { received: taken.delivered.payload, origin: 'mesh', trigger: 'delivery', dryRun: false, mayChangeMode: true });
+        return applyDeclaration(env, { received: remembered!, origin: 'mesh', trigger: 'delivery', dryRun: false, mayChangeMode: true });
       });
       return result.kind === 'refused' ? { refused: true, kind: result.refusal, said: [result.reason, ...result.details].join('; ') } : { refused: false, said: result.kind };
     });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyTransitionDefinition } from 'xstate';
 import {
-  lifecycleMachine, type Delivery, type Ending, type LifecycleInput, type LoadedStore, type Pending, type ReportRef, type WorkerOutput,
+  lifecycleMachine, type Delivery, type Ending, type LifecycleInput, type LoadedStore, type ReportRef, type Work, type WorkerOutput,
 } from '../../machines/lifecycle.js';
 import { markOf, type Mark } from '../../src/declaration/order.js';
 import { Store } from '../../src/store/store.js';
@@ -51,8 +51,8 @@ export class Harness {
   readonly taken: Mark[] = [];
   readonly reportsMade: number[] = [];
   readonly reportsSent: number[] = [];
-  /** Deliveries the machine refused (reported, never kept). */
-  readonly refused: Delivery[] = [];
+  /** Deliveries the machine refused that the worker took to report (never kept). */
+  readonly refusedTaken: Delivery[] = [];
   /** What declared.json holds: written by the machine's writeKept effect only. */
   kept: Mark | undefined;
   /** The newest delivery kept while serving: it must be taken by the worker before the host rests idle. */
@@ -66,7 +66,7 @@ export class Harness {
 
   loadStore?: Deferred<void, LoadedStore>;
   genesis?: Deferred<{ bundle: unknown }, void>;
-  apply?: Deferred<Pending, WorkerOutput> & { applying: Mark | undefined };
+  apply?: Deferred<Work, WorkerOutput> & { applying: Mark | undefined };
   sender?: Deferred<ReportRef, void>;
   quiesce?: Deferred<{ ending: Ending }, void>;
 
@@ -81,11 +81,6 @@ export class Harness {
     const machine = lifecycleMachine.provide({
       actions: {
         writeKept: (_, { delivery }) => this.keep(delivery),
-        reportRefusal: (_, { delivery }) => {
-          this.refused.push(delivery);
-          // The host reports a refusal outside the worker, a moment later.
-          void Promise.resolve().then(() => this.refuse());
-        },
         sayAlreadyKept: () => {},
         ...options.actions,
       },
@@ -123,11 +118,23 @@ export class Harness {
     if (this.snapshot().matches('serving')) this.newestKeptWhileServing = mark;
   }
 
-  /** The apply worker: what a reconcile applies is the kept declaration read when the worker starts. */
-  private startApply(input: Pending): Promise<WorkerOutput> {
+  /** Deliveries the machine refused: reported by the worker, or waiting for it; never kept. */
+  get refused(): Delivery[] {
+    const waiting = this.snapshot().context.refused.flatMap((r) => (r.delivery ? [r.delivery] : []));
+    return [...this.refusedTaken, ...waiting];
+  }
+
+  /**
+   * The apply worker: what it applies, for a delivery and a reconcile alike, is the kept declaration
+   * read when the worker starts (a delivery's is the kept one: it was kept when it was taken); refusals
+   * are only reported.
+   */
+  private startApply(input: Work): Promise<WorkerOutput> {
     this.inFlight++;
     if (this.inFlight > 1) this.violations.push(`two applies at once (${this.inFlight})`);
-    const applying = input.kind === 'delivery' ? markOf(input.delivery) : this.kept;
+    if (input.kind === 'refusals') this.refusedTaken.push(...input.refused.flatMap((r) => (r.delivery ? [r.delivery] : [])));
+    if (input.kind === 'delivery' && (!this.kept || this.kept.digest !== input.delivery.digest)) this.violations.push(`the worker took delivery ${show(input.delivery)} but ${this.kept ? show(this.kept) : 'nothing'} is kept`);
+    const applying = input.kind === 'refusals' ? undefined : input.kind === 'delivery' ? markOf(input.delivery) : this.kept;
     if (applying !== undefined) this.taken.push(applying);
     return new Promise<WorkerOutput>((resolve, reject) => {
       this.apply = { input, applying, resolve, reject };
@@ -140,15 +147,17 @@ export class Harness {
     this.apply = undefined;
     this.inFlight--;
     if (fail) return apply.reject(new Error('apply failed'));
-    let report: ReportRef | undefined;
+    const reports: ReportRef[] = [];
+    // One report an apply (none for a silent one), one a refusal.
+    const count = apply.input.kind === 'refusals' ? apply.input.refused.length : output.silent ? 0 : 1;
     let saved = false;
     try {
-      this.store.updateHead((s) => (s.reportSequence += output.silent ? 0 : 1));
+      this.store.updateHead((s) => (s.reportSequence += count));
       this.store.save();
       saved = true;
-      if (!output.silent) {
-        report = { sequence: ++this.nextReport };
-        this.reportsMade.push(report.sequence);
+      for (let i = 0; i < count; i++) {
+        reports.push({ sequence: ++this.nextReport });
+        this.reportsMade.push(this.nextReport);
       }
     } catch {
       // quiesced: the save is refused, and the apply's report with it
@@ -156,7 +165,7 @@ export class Harness {
     if (saved && apply.applying !== undefined) this.applied.push(apply.applying);
     // What the machine is told was applied (a generated walk says it itself; the harness keeps its own record).
     const applied = output.applied ?? this.applied.at(-1);
-    apply.resolve({ ...(report ? { reports: [report] } : {}), ...(output.mode ? { mode: output.mode } : {}), ...(applied ? { applied } : {}) });
+    apply.resolve({ ...(reports.length > 0 ? { reports } : {}), ...(output.mode ? { mode: output.mode } : {}), ...(applied ? { applied } : {}) });
   }
 
   get appliedSequences(): number[] {
@@ -179,8 +188,8 @@ export class Harness {
     this.actor.send({ type: 'DELIVERY', delivery });
   }
 
-  /** A refused delivery, or a command run by hand: a report made outside the worker (next sequence). */
-  refuse(): void {
+  /** A command run by hand: a report made outside the worker (next sequence). */
+  reportByHand(): void {
     // Only a serving host hears of a report made outside its worker.
     if (!this.snapshot().matches('serving')) return;
     const report = { sequence: ++this.nextReport };
@@ -249,6 +258,7 @@ export class Harness {
     for (const r of this.refused) {
       if (this.kept && this.kept.digest === r.digest && sameOrder(this.kept, r)) problems.push(`the refused delivery ${show(r)} was kept`);
     }
+    if (s.matches({ serving: { worker: 'idle' } }) && s.context.refused.length > 0 && this.inFlight === 0) problems.push(`idle with ${s.context.refused.length} refusal(s) not reported`);
     if (s.matches({ serving: { worker: 'idle' } }) && s.context.pending === undefined && this.inFlight === 0 && this.newestKeptWhileServing) {
       const newest = this.newestKeptWhileServing;
       if (!this.taken.some((t) => t.digest === newest.digest && sameOrder(t, newest))) problems.push(`idle with nothing pending, but the newest delivery (${show(newest)}) was never taken by the worker`);

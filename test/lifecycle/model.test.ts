@@ -17,6 +17,7 @@ const markOf = (m: Mark): Mark => ({ sequence: m.sequence, digest: m.digest });
 /** What the worker applies: the delivery it took, or for a reconcile the kept declaration (or what was applied before the mesh spoke). */
 const applying = (s: Snap): Mark | undefined => {
   const p = s.context.inFlight;
+  if (p?.kind === 'refusals') return s.context.applied;
   if (p?.kind === 'delivery') return markOf(p.delivery);
   return s.context.kept ? markOf(s.context.kept) : s.context.applied;
 };
@@ -48,6 +49,9 @@ function eventsFor(s: Snap): AnyEvent[] {
     if (kept.sequence > 1) events.push({ type: 'DELIVERY', delivery: { sequence: kept.sequence - 1, digest: `sha256:${kept.sequence - 1}`, revision } });
   }
   if (s.context.outbox.length < 2) events.push({ type: 'REPORT_MADE', report: { sequence: nextReport(s) } });
+  // A value the intake could not take (its signature does not verify): refused, for the worker to report.
+  // Offered from a resting host (the order rule's refusals, offered everywhere above, take the same queue).
+  if (resting) events.push({ type: 'REFUSED', refused: { kind: 'forged', message: 'the delivery (revision 9): the signature does not verify' } });
   const running = children(s);
   if (running.includes('loadStore')) {
     const { applied, kept: keptMark, keyValue: value } = s.context;
@@ -76,12 +80,13 @@ function eventsFor(s: Snap): AnyEvent[] {
  * value once serving, and is carried otherwise only to choose it on the way in.
  */
 function serialize(s: Snap): string {
-  const p = (x: typeof s.context.pending) => (x ? (x.kind === 'delivery' ? `d${x.delivery.sequence}` : 'r') : '-');
+  const p = (x: typeof s.context.inFlight) => (x ? (x.kind === 'delivery' ? `d${x.delivery.sequence}` : x.kind === 'refusals' ? 'x' : 'r') : '-');
   const serving = s.matches('serving');
   return JSON.stringify([
     s.value,
     p(s.context.pending),
     serving ? p(s.context.inFlight) : '-',
+    serving ? Math.min(s.context.refused.length, 1) : '-',
     s.context.ending ?? '-',
     // What the order guards decide with while serving: whether a declaration is kept, and whether it is the one applied.
     serving && s.context.kept ? (s.context.applied?.digest === s.context.kept.digest ? 'kept=applied' : 'kept') : '-',
@@ -123,7 +128,7 @@ async function drive(h: Harness, event: AnyEvent): Promise<void> {
     const d = (event as { delivery: { sequence: number; digest: string; revision: number } }).delivery;
     h.deliver(d.sequence, { digest: d.digest, revision: d.revision });
   }
-  else if (type === 'REPORT_MADE') h.refuse();
+  else if (type === 'REPORT_MADE') h.reportByHand();
   else if (type === 'xstate.done.actor.loadStore') h.loadStore!.resolve(output as never);
   else if (type === 'xstate.error.actor.loadStore') h.loadStore!.reject(new Error('unreadable'));
   else if (type === 'xstate.done.actor.genesis') h.genesis!.resolve();

@@ -164,9 +164,14 @@ describe.each([
     expect(h.refused).toMatchObject([older]);
     expect(h.kept).toMatchObject(newer);
     expect(h.snapshot().context.pending).toBeUndefined();
-    // The refusal is reported: a report made outside the worker, queued to leave.
-    expect(h.reportsMade).toEqual([1]);
+    // The refusal waits for the worker, which is applying: nothing is reported beside it.
+    expect(h.reportsMade).toEqual([]);
     await step(h, () => h.finishApply());
+    expect(h.appliedSequences).toEqual([newer.sequence]);
+    // Then the worker reports the refusal, in its turn, and nothing else.
+    expect(h.apply?.input).toMatchObject({ kind: 'refusals', refused: [{ kind: 'stale', delivery: older }] });
+    await step(h, () => h.finishApply());
+    expect(h.reportsMade).toEqual([1, 2]);
     expect(h.appliedSequences).toEqual([newer.sequence]);
     expect(h.apply).toBeUndefined();
   });
@@ -180,6 +185,9 @@ describe.each([
     expect(h.refused).toMatchObject([older]);
     expect(h.kept).toMatchObject(newer);
     expect(h.snapshot().context.pending).toMatchObject({ kind: 'delivery', delivery: newer });
+    // The first apply, then the refusal reported, then the newer delivery applied.
+    await step(h, () => h.finishApply());
+    expect(h.apply?.input.kind).toBe('refusals');
     await step(h, () => h.finishApply());
     await step(h, () => h.finishApply());
     expect(h.appliedSequences).toEqual([first.sequence, newer.sequence]);
@@ -195,6 +203,7 @@ describe.each([
     expect(h.snapshot().context.pending).toMatchObject({ kind: 'delivery', delivery: { ...newer, digest: 'sha256:A' } });
     await step(h, () => h.finishApply());
     await step(h, () => h.finishApply());
+    await step(h, () => h.finishApply());
     expect(h.applied.at(-1)).toMatchObject({ ...newer, digest: 'sha256:A' });
   });
 
@@ -208,7 +217,11 @@ describe.each([
     await h.settle();
     await step(h, () => send(h, older));
     expect(h.refused).toMatchObject([older]);
+    // Nothing is applied: the worker only reports the refusal.
+    expect(h.apply?.input.kind).toBe('refusals');
+    await step(h, () => h.finishApply());
     expect(h.apply).toBeUndefined();
+    expect(h.appliedSequences).toEqual([]);
     // The kept value read again (same revision, same digest): not a new delivery, not refused either.
     await step(h, () => h.deliver(newer.sequence, { ...(newer.epoch === undefined ? {} : { epoch: newer.epoch }), digest: 'sha256:kept', revision: 7 }));
     expect(h.apply).toBeUndefined();

@@ -1,0 +1,187 @@
+import { fromCallback, fromPromise } from 'xstate';
+import type { Delivery, Ending, lifecycleMachine, LoadedStore, ReportRef, Work, WorkerOutput } from '../../machines/lifecycle.js';
+import { loadConfig } from '../config/config.js';
+import { readDeclarationFile } from '../declaration/load.js';
+import { markOf } from '../declaration/order.js';
+import { genesis } from '../genesis/genesis.js';
+import { serviceManagerOnce } from '../host/environment.js';
+import { engineOnce } from '../containers/connect.js';
+import { checkPlanRequest, previewDeclaration } from '../apply/preview.js';
+import { hostInventory } from '../host/inventory.js';
+import { REPORT_HEADROOM } from '../report/outbox.js';
+import { refused } from '../system/errors.js';
+import { letGo } from '../system/yielder.js';
+import { watchOutbox } from './outbox-watch.js';
+import type { DaemonParts, GenesisOrder } from './parts.js';
+import { startWatching } from './watching.js';
+import { runWork, waitingReports } from './worker.js';
+
+type Implementations = Parameters<typeof lifecycleMachine.provide>[0];
+
+/**
+ * The lifecycle's effects, each made over the daemon's parts: what the machine decides (keep, refuse,
+ * apply next, which report leaves) it decides; these only carry it out. The worker (applyWorker) is the
+ * one writer of the store and the machine; the intake only verifies and remembers.
+ */
+export function daemonImplementations(parts: DaemonParts): Implementations {
+  return {
+    actions: {
+      writeKept: (_, { delivery }) => keepDelivery(parts, delivery),
+      sayAlreadyKept: (_, { delivery }) => parts.options.log.info({ revision: delivery.revision, ...markOf(delivery) }, 'link: the declaration read is the one already kept and applied; nothing to do'),
+    },
+    actors: {
+      loadStore: loadStoreActor(parts),
+      genesis: genesisActor(parts),
+      link: linkActor(parts),
+      reconcileTimer: reconcileTimer(parts),
+      outboxWatch: fromCallback(({ sendBack }) => watchOutbox(parts.options.paths.stateDir, parts.outbox, parts.options.clock, parts.options.log, (report) => sendBack({ type: 'REPORT_MADE', report }))),
+      watchers: watchersActor(parts),
+      applyWorker: applyWorker(parts),
+      reportSender: reportSender(parts),
+      quiesce: fromPromise<void, { ending: Ending }>(async ({ input }) => {
+        parts.store.quiesce();
+        parts.options.log.info({ ending: input.ending }, 'the host ends between applies: the store is quiesced');
+      }),
+    },
+  };
+}
+
+/** The delivery the machine kept: the bytes the intake verified, written durably before it is applied. */
+function keepDelivery(parts: DaemonParts, delivery: Delivery): void {
+  parts.kept.keepDelivered(delivery, parts.now.config);
+  parts.options.log.info({ revision: delivery.revision, ...markOf(delivery) }, 'link: delivery kept and enqueued');
+}
+
+/** A start: the configuration read again, then under the lock what the machine orders against. */
+function loadStoreActor(parts: DaemonParts) {
+  return fromPromise<LoadedStore>(async () => {
+    const { paths, runner } = parts.options;
+    const config = (parts.now.config = loadConfig(paths.configPath).config);
+    parts.now.serviceManager = serviceManagerOnce(runner, config);
+    parts.now.containerEngine = engineOnce(config.containerSocket);
+    parts.settings?.settle(config);
+    parts.store.reopen();
+    return parts.store.run('start', async (s) => {
+      const { mode, lastApplied, genesisDigest } = s.state;
+      const kept = await parts.kept.mark(config);
+      const keyValue = parts.kept.revision();
+      return {
+        enrolled: genesisDigest !== undefined || parts.kept.exists(),
+        outbox: waitingReports(parts.outbox),
+        ...(mode ? { mode } : {}),
+        ...(lastApplied ? { applied: markOf(lastApplied) } : {}),
+        ...(kept ? { kept } : {}),
+        ...(keyValue ? { keyValue } : {}),
+      };
+    });
+  });
+}
+
+function genesisActor(parts: DaemonParts) {
+  return fromPromise<void, { bundle: unknown }>(async ({ input }) => {
+    const order = input.bundle as GenesisOrder;
+    const { paths, log } = parts.options;
+    try {
+      const result = await genesis(paths, parts.options, { bytes: readDeclarationFile(order.bundlePath), source: order.bundlePath, mode: order.mode, dryRun: false });
+      if (result.kind === 'refused') throw refused(result.reason, result.details, result.refusal, result.subjects);
+      if (result.kind !== 'planned') log.info({ outcome: result.report.outcome, report: result.report.sequence }, 'enrolled with the bundle given');
+    } catch (err) {
+      log.error({ err: (err as Error).message, details: (err as { details?: string[] }).details }, `genesis with ${order.bundlePath} failed; the host waits for mesh-host genesis`);
+      throw err;
+    }
+  });
+}
+
+function linkActor(parts: DaemonParts) {
+  return fromCallback(({ sendBack }) =>
+    parts.link.open(parts.now.config, {
+      onDeclaration: (value) => parts.intake.take(value),
+      onUp: () => {
+        parts.now.linkUp = true;
+        sendBack({ type: 'LINK_UP' });
+      },
+      onDown: () => {
+        parts.now.linkUp = false;
+        sendBack({ type: 'LINK_DOWN' });
+      },
+      status: async () => parts.status(),
+      // Between applies the daemon's own last run is the store as saved: its 10,000 records are not parsed again for each request.
+      inventory: async () => hostInventory({ runner: parts.options.runner, config: parts.now.config, state: parts.store.peek().state(), serviceManager: async () => (await parts.now.serviceManager()).manager }),
+      heartbeat: () => parts.heartbeat(),
+      plan: async (request, limit) => {
+        const checked = await checkPlanRequest(request, parts.now.config);
+        if ('outcome' in checked) return checked;
+        return parts.store.plan((s) => previewDeclaration(parts.env(s), checked.received, { diff: checked.diff, limit }));
+      },
+    }),
+  );
+}
+
+function reconcileTimer(parts: DaemonParts) {
+  return fromCallback(({ sendBack }) => {
+    const { clock } = parts.options;
+    const every = parts.now.config.reconcileIntervalMs;
+    let cancel = clock.after(every, function tick() {
+      sendBack({ type: 'RECONCILE_TICK' });
+      cancel = clock.after(every, tick);
+    });
+    return () => cancel();
+  });
+}
+
+function watchersActor(parts: DaemonParts) {
+  return fromCallback(({ sendBack }) =>
+    startWatching({
+      saved: () => parts.store.peek().state(),
+      root: parts.options.paths.root,
+      config: () => parts.now.config,
+      kept: parts.kept,
+      serviceManager: () => parts.now.serviceManager(),
+      containerEngine: () => parts.now.containerEngine(),
+      log: parts.options.log,
+      onFound: (found) => {
+        for (const kind of ['unit', 'drift', 'container'] as const) {
+          const n = found.filter((f) => f.kind === kind).length;
+          if (n > 0) parts.metrics.driftFound(kind === 'drift' ? 'path' : kind, n);
+        }
+        sendBack({ type: 'DRIFT_FOUND', found: found.map((f) => f.message) });
+      },
+    }),
+  );
+}
+
+/** The one writer: each piece of work the machine hands it, under the lock. */
+function applyWorker(parts: DaemonParts) {
+  return fromPromise<WorkerOutput, Work>(async ({ input }) => {
+    const { clock, log } = parts.options;
+    // Started inside the turn that kept the delivery: the loop is let go before the apply's own work.
+    await letGo();
+    const started = clock.monotonic();
+    const output = await parts.store
+      .run(input.kind === 'refusals' ? 'refusal' : 'apply', async (s) => {
+        // How many resources the apply goes through: what the store holds, or the kept declaration, if more.
+        parts.fitHeap(Math.max(parts.kept.resourcesKept(), Object.keys(s.state.records).length));
+        const out = await runWork({ config: () => parts.now.config, kept: parts.kept, outbox: parts.outbox, env: parts.env }, s, input);
+        if (input.kind !== 'refusals') parts.metrics.applied(input.kind, s.state.lastOutcome?.outcome ?? 'converged', (clock.monotonic() - started) / 1000);
+        return out;
+      })
+      .catch((err: Error) => {
+        log.error({ err, work: input.kind }, 'the worker could not run');
+        throw err;
+      });
+    await parts.metrics.written();
+    return output;
+  });
+}
+
+function reportSender(parts: DaemonParts) {
+  return fromPromise<void, ReportRef>(async ({ input }) => {
+    const { log } = parts.options;
+    // Fitted under the server's limit (less room for the subject and headers); gone means folded into
+    // a later one, or acknowledged already.
+    const published = await parts.link.publish(input.sequence, (limit) => parts.outbox.message(input.sequence, limit - REPORT_HEADROOM));
+    if (!published.sent) return void log.debug({ report: input.sequence }, 'link: report folded into a later one; nothing to send');
+    await parts.outbox.remove(input.sequence);
+    log.debug({ report: input.sequence, duplicate: published.duplicate, bytes: published.bytes }, 'link: report acknowledged');
+  });
+}
