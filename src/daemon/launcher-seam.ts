@@ -97,23 +97,30 @@ export function attachLauncher(actor: LifecycleActor, deps: LauncherSeamDeps): (
     pipe.send({ type: 'applied', outcome: outcome.outcome, ...(outcome.reportSequence ? { report: outcome.reportSequence } : {}), ...(outcome.message ? { error: outcome.message } : {}) });
   }
 
-  pipe.onMessage((command) => {
-    if (command.type === 'stand-aside') actor.send({ type: 'STAND_ASIDE' });
-    else if (command.type === 'stop') actor.send({ type: 'STOP' });
-    else if (command.type === 'resume') {
-      if (command.failedTrial) failedTrials.push(command.failedTrial);
-      actor.send({ type: 'RESUME' });
-    } else if (command.type === 'trial-failed') {
-      // A release that could not even be started: reported while this host serves on.
-      failedTrials.push(command.failedTrial);
-      if (serving) reportFailed();
-    }
-  });
-  // A launcher that is gone (killed) can neither judge a trial nor stop this host: it ends, between applies.
-  pipe.onClose(() => {
-    log.warn('the launcher is gone: the host ends between applies');
-    actor.send({ type: 'STOP' });
+  obeyLauncher(actor, deps, (trial) => {
+    failedTrials.push(trial);
+    return serving ? reportFailed() : undefined;
   });
   const subscription = actor.subscribe(observe);
   return () => subscription.unsubscribe();
+}
+
+/**
+ * The launcher's commands, as the lifecycle's own events. A failed trial is handed to `failed`: said
+ * once the host serves (a resume's), or at once while it serves (a release that could not even start).
+ */
+function obeyLauncher(actor: LifecycleActor, deps: LauncherSeamDeps, failed: (trial: FailedTrial) => void): void {
+  deps.pipe.onMessage((command) => {
+    if (command.type === 'stand-aside') actor.send({ type: 'STAND_ASIDE' });
+    else if (command.type === 'stop') actor.send({ type: 'STOP' });
+    else if (command.type === 'resume') {
+      if (command.failedTrial) failed(command.failedTrial);
+      actor.send({ type: 'RESUME' });
+    } else if (command.type === 'trial-failed') failed(command.failedTrial);
+  });
+  // A launcher that is gone (killed) can neither judge a trial nor stop this host: it ends, between applies.
+  deps.pipe.onClose(() => {
+    deps.log.warn('the launcher is gone: the host ends between applies');
+    actor.send({ type: 'STOP' });
+  });
 }
