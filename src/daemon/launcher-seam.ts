@@ -1,4 +1,4 @@
-import type { LifecycleActor } from '../../machines/lifecycle.js';
+import type { LifecycleActor, Work } from '../../machines/lifecycle.js';
 import type { HostEnv } from '../apply/apply.js';
 import type { FailedTrial, HostEvent, LauncherCommand, PipeEnd } from '../release/pipe.js';
 import { reportFailedTrial } from '../release/trial-report.js';
@@ -35,7 +35,8 @@ export function attachLauncher(actor: LifecycleActor, deps: LauncherSeamDeps): (
   const { pipe, log } = deps;
   let serving = false;
   let linkUp = false;
-  let applying = false;
+  /** The work the worker has in hand: its end is told by the work changing, since one may follow another at once. */
+  let working: Work | undefined;
   let ackedThrough = 0;
   let aside = false;
   let ended = false;
@@ -73,9 +74,9 @@ export function attachLauncher(actor: LifecycleActor, deps: LauncherSeamDeps): (
     const nowUp = nowServing && snapshot.matches({ serving: { link: 'up' } });
     if (nowUp && !linkUp) pipe.send({ type: 'link-up' });
     linkUp = nowUp;
-    const nowApplying = nowServing && snapshot.matches({ serving: { worker: 'applying' } });
-    if (applying && !nowApplying) sayApplied();
-    applying = nowApplying;
+    const work = nowServing && snapshot.matches({ serving: { worker: 'applying' } }) ? snapshot.context.inFlight : undefined;
+    if (working !== undefined && work !== working) workEnded(working);
+    working = work;
     if (snapshot.context.sentThrough > ackedThrough) {
       ackedThrough = snapshot.context.sentThrough;
       pipe.send({ type: 'acked', report: ackedThrough });
@@ -89,11 +90,16 @@ export function attachLauncher(actor: LifecycleActor, deps: LauncherSeamDeps): (
     }
   }
 
-  /** An apply ended: its outcome and report as the store saved them (an apply that could not run saved none). */
-  function sayApplied(): void {
+  /**
+   * The worker's work ended. An apply's outcome and report are said as the store saved them (an apply
+   * that could not run saved none). Refusals the worker reported are not an apply of this release: a
+   * stale or forged value of the key, refused, neither passes nor fails a trial, and is not said later.
+   */
+  function workEnded(ended: Work): void {
     const outcome = outcomeOf();
     if (!outcome || outcome.at === lastOutcomeAt) return;
     lastOutcomeAt = outcome.at;
+    if (ended.kind === 'refusals') return;
     pipe.send({ type: 'applied', outcome: outcome.outcome, ...(outcome.reportSequence ? { report: outcome.reportSequence } : {}), ...(outcome.message ? { error: outcome.message } : {}) });
   }
 
