@@ -8,7 +8,7 @@ import { readArchive } from '../../src/archive/read.js';
 import type { ApplyResult } from '../../src/apply/apply.js';
 import { declaration, reportOf, testHost, type TestHost } from '../support/host.js';
 import { hashTree } from '../support/tree.js';
-import { inlineArchive, memoryObjects, sha256Of } from '../support/archives.js';
+import { gnuTar, inlineArchive, memoryObjects, sha256Of } from '../support/archives.js';
 import { DIR_THEN_LINK, LINK_CORPUS, LONG_LINK, longLinkArchive, RELEASE_TREE, type LinkCase } from '../support/link-corpus.js';
 
 /**
@@ -158,6 +158,26 @@ describe('a release with links is kept', () => {
     expect(standing(target(), RELEASE_TREE)).toEqual(RELEASE_TREE);
     expect(outsideTarget()).toEqual(before);
     expect(readFileSync(join(scratchDir(), 'outside/secret'), 'utf8')).toBe('kept');
+  });
+
+  it('a release unpacked by hand is taken over: its links, already as the archive has them, are kept; removal gives the files back (a found hard link as a copy) and leaves the links found', async () => {
+    await freshHost();
+    mkdirSync(target());
+    gnuTar(['xf', files.get(LINK_CORPUS[0]!.name)!, '-C', target()]);
+    const foundLink = lstatSync(join(target(), 'bin/tool')).ino;
+    const report = reportOf(await host.apply(declaration([{ ...release(), take: true }])));
+    expect(report.outcome, JSON.stringify(report.steps)).toBe('converged');
+    expect(report.steps[0]!.verb).toBe('take');
+    expect(standing(target(), RELEASE_TREE)).toEqual(RELEASE_TREE);
+    const journal = readJournal(host.stateDir, TARGET)!;
+    expect(journal.entries.find((e) => e.name === 'bin/tool')).toMatchObject({ type: 'symlink', link: '../lib/tool/main.js', original: { uid: 0, gid: 0 } });
+    expect(lstatSync(join(target(), 'bin/tool')).ino).toBe(foundLink); // a link found as the archive has it is not made again
+
+    const removal = reportOf(await host.apply(declaration([])));
+    expect(removal.outcome, JSON.stringify(removal.steps)).toBe('converged');
+    // Given back: the files as found (each from its kept copy, so the found pair of hard links comes back as two files), the links left as found.
+    const givenBack = { ...RELEASE_TREE, 'lib/libfoo.so.1.2.3': 'file:ELF libfoo 1.2.3' };
+    expect(standing(target(), givenBack)).toEqual(givenBack);
   });
 
   it('removal takes off the links as names, never what they point to', async () => {
