@@ -17,6 +17,7 @@ import { benchFuzz } from './fuzz.js';
 import { benchScale } from './scale.js';
 import { benchStatus } from './status.js';
 import { benchNewcomer } from './newcomer.js';
+import { benchPage } from './page.js';
 
 const project = fileURLToPath(new URL('../../', import.meta.url));
 const only = process.argv[2];
@@ -49,7 +50,7 @@ const out = () => {
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, watch-daemon, scale, archive, release, newcomer) runs one part and keeps the others;',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, watch-daemon, scale, page, archive, release, newcomer) runs one part and keeps the others;',
       'crash and fuzz take many minutes and run only when named (`npm run fuzz` is `npm run bench -- fuzz`): a whole run keeps their sections.',
       '',
       `Machine: ${machine()}`,
@@ -87,6 +88,7 @@ const parts: Array<{ name: string; sections: () => Promise<string[]>; alone?: bo
   { name: 'fleet', sections: benchFleet },
   { name: 'scale', sections: benchScale },
   { name: 'status', sections: benchStatus },
+  { name: 'page', sections: benchPage },
   { name: 'peers', sections: peersSection },
   // CRASH_INSTANTS narrows it.
   { name: 'crash', sections: () => benchCrash(Number(process.env.CRASH_INSTANTS ?? 200)), alone: true, heading: '## Crash' },

@@ -4,6 +4,7 @@ import { FleetFeed } from '../../serve/feed.js';
 import { listenPage } from '../../serve/http.js';
 import { listenPlan } from '../../serve/listen.js';
 import { EXIT } from '../../system/errors.js';
+import { keepHeapSmall } from '../../system/memory.js';
 import { stringFlag, type CommandContext } from '../context.js';
 import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
 
@@ -14,6 +15,8 @@ import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
  * mesh directory's), so the two certificates never share a flag.
  */
 export async function serveCommand(ctx: CommandContext): Promise<number> {
+  // A server that stays up, as the daemon does: its heap kept close to what it holds.
+  keepHeapSmall();
   const plan = listenPlan({ listen: stringFlag(ctx.flags, 'listen'), httpsCert: stringFlag(ctx.flags, 'https-cert'), httpsKey: stringFlag(ctx.flags, 'https-key'), tokenFile: stringFlag(ctx.flags, 'token-file') });
   const nc = await connectLink({ servers: serversFromFlag(ctx.flags, 'nats://127.0.0.1:4222'), name: 'meshctl serve', persistent: false, reconnect: true, ...linkAuthFromFlags(ctx.flags) }, ctx.log);
   const now = () => ctx.clock.now().getTime();
