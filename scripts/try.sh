@@ -3,7 +3,8 @@
 # sees on this machine, makes a mesh in operator mode with meshctl init and starts its nats-server, gives
 # a host its own key and credentials, enrols it by genesis on a scratch --root,
 # runs the daemon, puts an archive in the mesh's object store, sends a changed declaration that unpacks it
-# (and the same again), shows the reports, the host and the fleet, and stops everything.
+# (and the same again), shows the reports, the host and the fleet, serves the fleet's page on loopback
+# and prints its address (a terminal keeps it up until Enter), and stops everything.
 # Nothing outside the scratch folder is touched; only processes started here are stopped, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -103,7 +104,29 @@ echo
 echo "== meshctl status --select role=web (the fleet at a glance, the nodes labelled role=web: one line a node, worst first; exit 1 if any failed or is silent)"
 ./bin/meshctl status --select role=web --log-level warn
 echo
-echo "== stopping the daemon (SIGTERM: it ends between applies) and the nats-server"
+page_port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
+echo "== meshctl serve --listen 127.0.0.1:$page_port (the fleet's live page, read-only, on loopback; its log: $scratch/serve.log)"
+./bin/meshctl serve --listen "127.0.0.1:$page_port" --log-level warn > "$scratch/serve.log" 2>&1 &
+pids=("$!" "${pids[@]}")
+for _ in $(seq 100); do grep -q "serving the mesh's page" "$scratch/serve.log" && break; sleep 0.1; done
+page="http://127.0.0.1:$page_port/"
+echo "open $page in a browser: a row a node, live; the node's name opens its reports and its lifecycle"
+# What the page's events carry first, read as the browser reads them.
+node -e '
+  fetch(process.argv[1] + "events").then(async (res) => {
+    const reader = res.body.getReader();
+    let text = "";
+    while (!text.includes("\n\n")) text += new TextDecoder().decode((await reader.read()).value);
+    const rows = JSON.parse(/^data: (.*)$/m.exec(text)[1]).rows;
+    console.log(`its events (${res.status}): ${rows.map((r) => `${r.node} ${r.state}`).join(", ")}`);
+    process.exit(0);
+  });' "$page"
+if [ -t 0 ] && [ -t 1 ]; then read -r -p "the page stays up until you press Enter " _; fi
+echo
+
+echo "== stopping the page, the daemon (SIGTERM: it ends between applies) and the nats-server"
+kill -TERM "${pids[0]}"; wait "${pids[0]}" || true
+pids=("${pids[@]:1}")
 kill -TERM "$daemon"; wait "$daemon" || true
 pids=("${pids[@]:1}")
 echo "(scratch left in $scratch for a look; remove it with: rm -rf $scratch)"

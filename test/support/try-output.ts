@@ -43,6 +43,7 @@ const LOOP: Array<[string, RegExp]> = [
   ['the unpacked archive', /\.\/index\.html: <h1>Served from an archive the mesh unpacked\.<\/h1>/],
   ["the host's link up in its status", /"link": "up"/],
   ['the fleet view', /^example +converged +converged /m],
+  ["the fleet page's address, and its events answering with the host", /^open http:\/\/127\.0\.0\.1:\d+\/ in a browser[^\n]*\nits events \(200\): example converged$/m],
   ['the scratch folder it leaves', /scratch left in \/tmp\/mesh-host-try\.[A-Za-z0-9]+/],
 ];
 
