@@ -66,7 +66,7 @@ export function freshTreePath(): string {
   return join(tmpdir(), `${PREFIX}${createHash('sha256').update(JSON.stringify(inputs)).digest('hex').slice(0, 16)}`);
 }
 
-/** Makes a fresh tree at `making` (a new folder): mmdebstrap, then Node.js, npm and this image's policy-rc.d copied in. */
+/** Makes a fresh tree at `making` (a new folder): mmdebstrap, then Node.js, npm, this image's policy-rc.d and this network's authorities. */
 export function makeFreshTree(making: string): void {
   const made = spawnSync('mmdebstrap', [...MMDEBSTRAP, making, ...SOURCES], { encoding: 'utf8', timeout: 900_000 });
   if (made.error) throw new Error(`mmdebstrap could not be run (apt-get install mmdebstrap): ${made.error.message}`);
@@ -186,7 +186,11 @@ function nspawn(root: string, name: string, io: string, script: string, options:
     const timer = setTimeout(() => {
       timedOut = true;
       const init = child.pid === undefined ? undefined : childOf(child.pid);
-      if (init !== undefined) process.kill(init, 'SIGKILL');
+      try {
+        if (init !== undefined) process.kill(init, 'SIGKILL');
+      } catch {
+        // Ended on its own meanwhile.
+      }
       child.kill('SIGKILL');
     }, timeoutMs);
     const output = () => {
