@@ -17,6 +17,7 @@ const commands: CommandTable = {
   'node-creds': async () => (await import('./commands/node-creds.js')).nodeCredsCommand,
   serve: async () => (await import('./commands/serve.js')).serveCommand,
   label: async () => (await import('./commands/label.js')).labelCommand,
+  site: async () => (await import('./commands/site.js')).siteCommand,
 };
 
 /** Every command reads the mesh directory's defaults (`--mesh DIR`, MESH_DIR) for the flags it was not given. */

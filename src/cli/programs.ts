@@ -54,6 +54,10 @@ const options: Record<string, OptionSpec> = {
   resume: { type: 'string', value: 'ID', help: 'go on with a halted or interrupted rollout' },
   abort: { type: 'string', value: 'ID', help: 'stop a rollout: nodes not yet sent keep what they have' },
   'cluster-port': { type: 'string', value: 'PORT', multiple: true, help: 'route port, as --port (default 6222)' },
+  'leaf-port': { type: 'string', value: 'PORT', multiple: true, help: "where sites' leaf nodes connect, as --port (default 7422)" },
+  leaf: { type: 'string', value: 'SITE', help: "a site's leaf node for the mesh of --mesh DIR (or MESH_DIR): its nats-server configuration and credentials, in DIR/sites/SITE; --host and --port say where the site's hosts reach it" },
+  'host-server': { type: 'string', value: 'URL', multiple: true, help: "the servers the host connects to, when not meshctl's own: a site's leaf node (nats://…)" },
+  hub: { type: 'string', value: 'URL', multiple: true, help: "the leaf node URLs (nats-leaf://…) a site's leaf connects to (default: the mesh directory's servers)" },
 };
 const oneShot = ['dry-run', 'diff', 'detailed-exitcodes'];
 
@@ -86,10 +90,10 @@ export const meshctlProgram: ProgramSpec = {
   options,
   globals: [...globals, 'mesh'],
   commands: {
-    init: { summary: 'a new mesh in DIR: operator, accounts, credentials, keys and nats-server configuration (operator mode)', args: ['DIR'], options: ['servers', 'host', 'port', 'cluster-port'] },
+    init: { summary: "a new mesh in DIR: operator, accounts, credentials, keys and nats-server configuration (operator mode); --leaf SITE: a site's leaf node", args: ['DIR?'], options: ['servers', 'host', 'port', 'cluster-port', 'leaf-port', 'leaf', 'hub'] },
     keygen: { summary: 'make an operator key pair in DIR', args: [], options: ['out'] },
     sign: { summary: 'sign a declaration; prints the envelope', args: ['FILE'], options: ['key'] },
-    bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'embed-creds', 'node-key', 'out'] },
+    bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'host-server', 'embed-creds', 'node-key', 'out'] },
     send: { summary: 'put a declaration into the mesh for NODE, or each its own copy for --nodes, --select or --all', args: ['NODE?', 'FILE'], options: ['nodes', 'select', 'all', 'key', 'epoch', 'replicas', ...linkOptions] },
     plan: { summary: 'ask each chosen host for the plan it would make for FILE, changing nothing; changes grouped across nodes', args: ['FILE'], options: ['nodes', 'select', 'all', 'diff', 'timeout', 'key', 'epoch', ...linkOptions] },
     rollout: { summary: 'send FILE wave by wave (nodes ordered by a hash of their id), each wave\'s reports awaited; halts on the first failure', args: ['FILE?'], options: ['nodes', 'select', 'all', 'waves', 'wait', 'halt-on', 'resume', 'abort', 'key', 'epoch', 'replicas', ...linkOptions] },
@@ -100,6 +104,7 @@ export const meshctlProgram: ProgramSpec = {
     'node-key': { summary: "make NODE's own key pair and pin its public key in the mesh (for bundle --node-key), with its labels", args: ['NODE'], options: ['out', 'replace', 'label', ...linkOptions] },
     label: { summary: "set a node's labels (k=v), or remove one (k-)", args: ['NODE', 'LABEL…'], options: linkOptions },
     serve: { summary: 'a live, read-only web page of the fleet, its reports and each host\'s lifecycle; off loopback over HTTPS (--https-cert, --https-key) to requests bearing --token-file\'s token', args: [], options: ['listen', 'https-cert', 'https-key', 'token-file', ...linkOptions] },
+    site: { summary: "once a site's leaf node is up: its copy of the declarations and archives, and its reports' store and forward, which the hub sources", args: ['SITE'], options: ['replicas', ...linkOptions] },
     'node-creds': { summary: "issue NODE's NATS credentials: its own key, subjects and read-only archives", args: ['NODE'], options: ['account-key', 'account', 'out'] },
   },
 };

@@ -1,9 +1,23 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { refused } from '../system/errors.js';
+import type { ServerPlace } from './server-conf.js';
 
 /** The file in a mesh directory that says where everything is: meshctl's defaults. */
 export const MESH_FILE = 'mesh.json';
+
+/** The names of a mesh directory's files, relative to it. */
+export const MESH_LAYOUT = {
+  controlCreds: 'meshctl.creds',
+  natsDir: 'nats',
+  operatorJwt: 'nats/operator.jwt',
+  accountJwt: 'nats/account.jwt',
+  systemJwt: 'nats/system.jwt',
+  accountSigning: 'nats/account-signing.nk',
+  serverConf: (place: ServerPlace, count: number) => (count === 1 ? 'nats-server.conf' : `nats-server-${place.name.replace(/^mesh-/, '')}.conf`),
+  /** A site's leaf node: its configuration and its credentials, in one folder to copy to the site. */
+  siteDir: (site: string) => `sites/${site}`,
+} as const;
 
 /** What a mesh directory gives meshctl when a flag is not on the line. */
 export interface MeshDefaults {
@@ -16,6 +30,8 @@ export interface MeshDefaults {
   /** The account signing key that issues hosts' credentials, and the account it signs for. */
   accountKey: string;
   account: string;
+  /** Where sites' leaf nodes reach the servers (nats-leaf://…); none in a mesh made before leaf nodes. */
+  leafnodes?: string[];
 }
 
 /** The mesh directory's file as written: paths relative to the directory, so it can be moved whole. */
@@ -40,7 +56,8 @@ export function readMeshDir(dir: string): MeshDefaults {
   if (!Array.isArray(file.servers) || !file.servers.every((s) => typeof s === 'string')) problems.push('$.servers: a list of URLs is needed');
   if (problems.length > 0) throw refused(`${path} is not a mesh directory's file`, problems);
   const at = (p: string) => (isAbsolute(p) ? p : resolve(dir, p));
-  return { servers: file.servers!, creds: at(file.creds!), key: at(file.key!), accountKey: at(file.accountKey!), account: file.account! };
+  if (file.leafnodes !== undefined && (!Array.isArray(file.leafnodes) || !file.leafnodes.every((s) => typeof s === 'string'))) throw refused(`${path} is not a mesh directory's file`, ['$.leafnodes: a list of URLs is needed']);
+  return { servers: file.servers!, creds: at(file.creds!), key: at(file.key!), accountKey: at(file.accountKey!), account: file.account!, ...(file.leafnodes ? { leafnodes: file.leafnodes } : {}) };
 }
 
 /**

@@ -1,4 +1,9 @@
-import type { MeshAccounts } from './accounts.js';
+/** What a server in operator mode is told of the mesh's accounts: their JWTs, no secret. */
+export interface PublicAccounts {
+  operator: { jwt: string };
+  account: { publicKey: string; jwt: string };
+  system: { publicKey: string; jwt: string };
+}
 
 /** One nats-server of the mesh: where clients reach it and, in a cluster, where the others route to it. */
 export interface ServerPlace {
@@ -6,27 +11,37 @@ export interface ServerPlace {
   host: string;
   port: number;
   clusterPort?: number;
+  /** Where a site's leaf node connects to it. */
+  leafPort?: number;
   /** Where its JetStream keeps the mesh's streams. */
   storeDir: string;
 }
 
 export const DEFAULT_CLIENT_PORT = 4222;
 export const DEFAULT_CLUSTER_PORT = 6222;
+export const DEFAULT_LEAF_PORT = 7422;
 export const CLUSTER_NAME = 'mesh';
+/**
+ * The JetStream domain of the mesh's own servers (the hub): a site's leaf node runs its own domain,
+ * named after the site, and copies the hub's declarations from this one.
+ */
+export const HUB_DOMAIN = 'mesh';
 
 /** A string in the server's configuration syntax. */
-const quoted = (s: string) => JSON.stringify(s);
+export const quoted = (s: string) => JSON.stringify(s);
 /** A host in a URL: an IPv6 address in brackets. */
-const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host);
+export const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host);
 
 export const clientUrl = (place: ServerPlace) => `nats://${urlHost(place.host)}:${place.port}`;
+/** Where a leaf node reaches this server (none when it takes no leaf nodes). */
+export const leafUrl = (place: ServerPlace) => (place.leafPort === undefined ? undefined : `nats-leaf://${urlHost(place.host)}:${place.leafPort}`);
 
 /**
  * The lines that put a server in operator mode over the mesh's accounts: it trusts the operator, and
  * knows the mesh's account and the system account from the configuration itself (a resolver of memory,
  * preloaded), so nothing is fetched from anywhere and no account can be added without editing it.
  */
-export function operatorModeLines(accounts: Pick<MeshAccounts, 'operator' | 'account' | 'system'>): string[] {
+export function operatorModeLines(accounts: PublicAccounts): string[] {
   return [
     `operator: ${accounts.operator.jwt}`,
     `system_account: ${accounts.system.publicKey}`,
@@ -39,10 +54,11 @@ export function operatorModeLines(accounts: Pick<MeshAccounts, 'operator' | 'acc
 }
 
 /**
- * The configuration of one server of the mesh: its name, where it listens, JetStream on, operator mode,
- * and in a cluster of more than one its routes to every other member.
+ * The configuration of one server of the mesh: its name, where it listens (for clients, and for the
+ * leaf nodes of sites), JetStream on, operator mode, and in a cluster of more than one its routes to
+ * every other member. A leaf node authenticates like any client, with credentials of the mesh's account.
  */
-export function serverConfig(place: ServerPlace, all: ServerPlace[], accounts: Pick<MeshAccounts, 'operator' | 'account' | 'system'>): string {
+export function serverConfig(place: ServerPlace, all: ServerPlace[], accounts: PublicAccounts): string {
   const others = all.filter((p) => p !== place);
   const cluster = others.length === 0
     ? []
@@ -61,7 +77,9 @@ export function serverConfig(place: ServerPlace, all: ServerPlace[], accounts: P
     `listen: ${quoted(`${urlHost(place.host)}:${place.port}`)}`,
     'jetstream {',
     `  store_dir: ${quoted(place.storeDir)}`,
+    `  domain: ${quoted(HUB_DOMAIN)}`,
     '}',
+    ...(place.leafPort === undefined ? [] : ['leafnodes {', `  listen: ${quoted(`${urlHost(place.host)}:${place.leafPort}`)}`, '}']),
     ...cluster,
     ...operatorModeLines(accounts),
     '',
@@ -73,7 +91,7 @@ export function serverConfig(place: ServerPlace, all: ServerPlace[], accounts: P
  * the first, so they do not collide. As many hosts as servers: one server a host, each on the same
  * ports. Ports may also be given one a server.
  */
-export function placeServers(options: { count: number; hosts: string[]; ports: number[]; clusterPorts: number[]; storeDir: (name: string) => string }): ServerPlace[] | string {
+export function placeServers(options: { count: number; hosts: string[]; ports: number[]; clusterPorts: number[]; leafPorts?: number[]; storeDir: (name: string) => string }): ServerPlace[] | string {
   const { count, hosts } = options;
   if (hosts.length !== 1 && hosts.length !== count) return `${hosts.length} hosts for ${count} servers: give one host (every server on it) or one a server`;
   const portsOf = (given: number[], fallback: number, what: string): number[] | string => {
@@ -84,11 +102,13 @@ export function placeServers(options: { count: number; hosts: string[]; ports: n
   };
   const ports = portsOf(options.ports, DEFAULT_CLIENT_PORT, 'ports');
   const clusterPorts = portsOf(options.clusterPorts, DEFAULT_CLUSTER_PORT, 'cluster ports');
+  const leafPorts = portsOf(options.leafPorts ?? [], DEFAULT_LEAF_PORT, 'leaf ports');
   if (typeof ports === 'string') return ports;
   if (typeof clusterPorts === 'string') return clusterPorts;
+  if (typeof leafPorts === 'string') return leafPorts;
   return Array.from({ length: count }, (_, i) => {
     const name = count === 1 ? 'mesh' : `mesh-${i + 1}`;
-    const place: ServerPlace = { name, host: hosts.length === 1 ? hosts[0]! : hosts[i]!, port: ports[i]!, storeDir: options.storeDir(name) };
+    const place: ServerPlace = { name, host: hosts.length === 1 ? hosts[0]! : hosts[i]!, port: ports[i]!, leafPort: leafPorts[i]!, storeDir: options.storeDir(name) };
     return count === 1 ? place : { ...place, clusterPort: clusterPorts[i]! };
   });
 }

@@ -25,12 +25,12 @@ describe('where the servers of meshctl init listen', () => {
   const store = (name: string) => `/s/${name}`;
   it('one host for a cluster counts its ports up; one host a server keeps the ports; a mismatch is said', () => {
     expect(placeServers({ count: 3, hosts: ['127.0.0.1'], ports: [], clusterPorts: [], storeDir: store }).valueOf()).toEqual([
-      { name: 'mesh-1', host: '127.0.0.1', port: 4222, clusterPort: 6222, storeDir: '/s/mesh-1' },
-      { name: 'mesh-2', host: '127.0.0.1', port: 4223, clusterPort: 6223, storeDir: '/s/mesh-2' },
-      { name: 'mesh-3', host: '127.0.0.1', port: 4224, clusterPort: 6224, storeDir: '/s/mesh-3' },
+      { name: 'mesh-1', host: '127.0.0.1', port: 4222, clusterPort: 6222, leafPort: 7422, storeDir: '/s/mesh-1' },
+      { name: 'mesh-2', host: '127.0.0.1', port: 4223, clusterPort: 6223, leafPort: 7423, storeDir: '/s/mesh-2' },
+      { name: 'mesh-3', host: '127.0.0.1', port: 4224, clusterPort: 6224, leafPort: 7424, storeDir: '/s/mesh-3' },
     ]);
     expect(placeServers({ count: 2, hosts: ['10.0.0.1', '10.0.0.2'], ports: [], clusterPorts: [], storeDir: store })).toMatchObject([{ host: '10.0.0.1', port: 4222, clusterPort: 6222 }, { host: '10.0.0.2', port: 4222, clusterPort: 6222 }]);
-    expect(placeServers({ count: 1, hosts: ['127.0.0.1'], ports: [], clusterPorts: [], storeDir: store })).toEqual([{ name: 'mesh', host: '127.0.0.1', port: 4222, storeDir: '/s/mesh' }]);
+    expect(placeServers({ count: 1, hosts: ['127.0.0.1'], ports: [], clusterPorts: [], storeDir: store })).toEqual([{ name: 'mesh', host: '127.0.0.1', port: 4222, leafPort: 7422, storeDir: '/s/mesh' }]);
     expect(placeServers({ count: 3, hosts: ['a', 'b'], ports: [], clusterPorts: [], storeDir: store })).toMatch(/2 hosts for 3 servers/);
     expect(placeServers({ count: 3, hosts: ['a'], ports: [1, 2], clusterPorts: [], storeDir: store })).toMatch(/2 ports for 3 servers/);
   });

@@ -16,6 +16,16 @@ export interface InitHost {
   stop(): Promise<void>;
 }
 
+export interface EnrolOptions {
+  labels?: string[];
+  resources?: object[];
+  start?: boolean;
+  /** The server the host connects to (a site's leaf node); the mesh's own servers otherwise. */
+  server?: string;
+  /** More of the host's configuration. */
+  config?: object;
+}
+
 /** A mesh as a newcomer makes it: `meshctl init` (one server or a cluster), its servers started on free loopback ports. */
 export interface InitMesh {
   dir: string;
@@ -23,7 +33,9 @@ export interface InitMesh {
   /** meshctl with the mesh directory's defaults: no --server, --creds or --key. */
   meshctl(args: string[], options?: { timeoutMs?: number }): Promise<RunResult>;
   /** node-key (with labels), node-creds, bundle, genesis and `mesh-host run`, each as an operator types it. */
-  enrol(node: string, options?: { labels?: string[]; resources?: object[]; start?: boolean }): Promise<InitHost>;
+  enrol(node: string, options?: EnrolOptions): Promise<InitHost>;
+  /** Where each server takes sites' leaf nodes. */
+  leafPorts: number[];
   close(): Promise<void>;
 }
 
@@ -38,26 +50,28 @@ export async function initMesh(options: { servers?: number } = {}): Promise<Init
   const dir = join(work.dir, 'mesh');
   const ports: number[] = [];
   const routes: number[] = [];
+  const leafPorts: number[] = [];
   for (let i = 0; i < count; i++) {
     ports.push(await freePort());
     routes.push(await freePort());
+    leafPorts.push(await freePort());
   }
-  must('meshctl init', await runCli('meshctl', ['init', dir, '--servers', String(count), '--port', ports.join(','), '--cluster-port', routes.join(','), '--log-level', 'warn']));
+  must('meshctl init', await runCli('meshctl', ['init', dir, '--servers', String(count), '--port', ports.join(','), '--cluster-port', routes.join(','), '--leaf-port', leafPorts.join(','), '--log-level', 'warn']));
   const confs = count === 1 ? ['nats-server.conf'] : ports.map((_, i) => `nats-server-${i + 1}.conf`);
   const servers = await Promise.all(confs.map((conf, i) => NatsServer.start({ port: ports[i]!, wholeConfig: join(dir, conf) })));
   const hosts: InitHost[] = [];
   const meshctl = (args: string[], o: { timeoutMs?: number } = {}) => runCli('meshctl', [...args, '--mesh', dir], o);
 
-  async function enrol(node: string, o: { labels?: string[]; resources?: object[]; start?: boolean } = {}): Promise<InitHost> {
+  async function enrol(node: string, o: EnrolOptions = {}): Promise<InitHost> {
     const at = (name: string) => join(work.dir, node, name);
     mkdirSync(at('root/srv'), { recursive: true });
     must('node-key', await meshctl(['node-key', node, '--out', at('node.nk'), ...(o.labels ?? []).flatMap((l) => ['--label', l])]));
     must('node-creds', await meshctl(['node-creds', node, '--out', at('node.creds')]));
     writeFileSync(at('first.json'), JSON.stringify({ version: 1, node, mode: 'converged', resources: o.resources ?? [] }));
-    must('bundle', await meshctl(['bundle', at('first.json'), '--node-key', at('node.nk'), '--embed-creds', at('node.creds'), '--out', at('bundle.json')]));
+    must('bundle', await meshctl(['bundle', at('first.json'), '--node-key', at('node.nk'), '--embed-creds', at('node.creds'), ...(o.server ? ['--host-server', o.server] : []), '--out', at('bundle.json')]));
     const flags = ['--root', at('root'), '--state-dir', at('state'), '--config', at('host.json')];
     must('genesis', await runCli('mesh-host', ['genesis', at('bundle.json'), '--mode', 'converged', ...flags, '--log-level', 'warn']));
-    writeFileSync(at('host.json'), JSON.stringify({ ...JSON.parse(readFileSync(at('host.json'), 'utf8')), heartbeatMs: 1000, reconcileIntervalMs: 3_600_000, verifyPauseMs: 100 }));
+    writeFileSync(at('host.json'), JSON.stringify({ ...JSON.parse(readFileSync(at('host.json'), 'utf8')), heartbeatMs: 1000, reconcileIntervalMs: 3_600_000, verifyPauseMs: 100, ...o.config }));
     let log = '';
     let proc: ChildProcess | undefined;
     if (o.start !== false) {
@@ -92,6 +106,7 @@ export async function initMesh(options: { servers?: number } = {}): Promise<Init
   return {
     dir,
     servers,
+    leafPorts,
     meshctl,
     enrol,
     async close() {

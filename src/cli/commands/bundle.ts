@@ -5,7 +5,7 @@ import { EXIT, refused, usageError } from '../../system/errors.js';
 import { stringFlag, type CommandContext } from '../context.js';
 import { readSeed } from './keys.js';
 import type { GenesisBundle } from '../../declaration/bundle.js';
-import { linkAuthFromFlags, serversFromFlag } from '../link-flags.js';
+import { linkAuthFromFlags, listFlag, serversFromFlag } from '../link-flags.js';
 import { credsProblem } from '../../link/permissions.js';
 import { nkeySeed } from '../../declaration/nkey.js';
 import { connectWire, countFlag } from './mesh.js';
@@ -23,6 +23,8 @@ export async function bundleCommand(ctx: CommandContext): Promise<number> {
   if (!key) throw usageError("'bundle' needs --key FILE");
   const servers = serversFromFlag(ctx.flags);
   if (servers.length === 0) throw usageError("'bundle' needs --server URL (several: comma-separated)");
+  // A site's host connects to its leaf node, while meshctl writes the first declaration at the hub.
+  const hostServers = listFlag(ctx.flags, 'host-server');
   const file = ctx.args[0]!;
   const bytes = readDeclarationFile(file);
   const seed = readSeed(key);
@@ -66,7 +68,7 @@ export async function bundleCommand(ctx: CommandContext): Promise<number> {
     version: 1,
     node,
     // Paths as the host will find them; secrets only when the operator asks to carry them.
-    link: { servers, ...hostAuth },
+    link: { servers: hostServers.length > 0 ? hostServers : servers, ...hostAuth },
     publicKey: envelope.key,
     declaration: envelope,
     ...(keyRevision === undefined ? {} : { keyRevision }),

@@ -1,51 +1,37 @@
 import { join, resolve } from 'node:path';
 import { newOperatorKey } from '../../declaration/envelope.js';
 import { makeMeshAccounts, type MeshAccounts } from '../../setup/accounts.js';
-import { MESH_FILE, writeMeshDir, type MeshFile } from '../../setup/mesh-dir.js';
-import { clientUrl, placeServers, serverConfig, type ServerPlace } from '../../setup/server-conf.js';
+import { MESH_FILE, MESH_LAYOUT, writeMeshDir, type MeshFile } from '../../setup/mesh-dir.js';
+import { clientUrl, leafUrl, placeServers, serverConfig, type ServerPlace } from '../../setup/server-conf.js';
 import { EXIT, usageError } from '../../system/errors.js';
-import { output, type CommandContext } from '../context.js';
+import { output, stringFlag, type CommandContext } from '../context.js';
 import { listFlag } from '../link-flags.js';
-import { countFlag } from './mesh.js';
+import { countFlag, portsFlag } from './mesh.js';
 import { PUBLIC_FILE, SEED_FILE } from './keys.js';
-
-/** The names of a mesh directory's files, relative to it. */
-export const MESH_LAYOUT = {
-  controlCreds: 'meshctl.creds',
-  natsDir: 'nats',
-  accountSigning: 'nats/account-signing.nk',
-  serverConf: (place: ServerPlace, count: number) => (count === 1 ? 'nats-server.conf' : `nats-server-${place.name.replace(/^mesh-/, '')}.conf`),
-} as const;
 
 const MAX_SERVERS = 9;
 
 /** Every file of a new mesh directory. */
 function meshFiles(dir: string, accounts: MeshAccounts, signing: { seed: string; publicKey: string }, places: ServerPlace[]) {
   const nats = (name: string) => join(MESH_LAYOUT.natsDir, name);
-  const mesh: MeshFile = { version: 1, servers: places.map(clientUrl), creds: MESH_LAYOUT.controlCreds, key: SEED_FILE, accountKey: MESH_LAYOUT.accountSigning, account: accounts.account.publicKey };
+  const leafnodes = places.flatMap((p) => leafUrl(p) ?? []);
+  const mesh: MeshFile = { version: 1, servers: places.map(clientUrl), leafnodes, creds: MESH_LAYOUT.controlCreds, key: SEED_FILE, accountKey: MESH_LAYOUT.accountSigning, account: accounts.account.publicKey };
   return [
     { path: SEED_FILE, content: `${signing.seed}\n`, secret: true },
     { path: PUBLIC_FILE, content: `${signing.publicKey}\n` },
     { path: MESH_LAYOUT.controlCreds, content: accounts.controlCreds, secret: true },
     { path: nats('operator.nk'), content: `${accounts.operator.seed}\n`, secret: true },
-    { path: nats('operator.jwt'), content: `${accounts.operator.jwt}\n` },
+    { path: MESH_LAYOUT.operatorJwt, content: `${accounts.operator.jwt}\n` },
     { path: nats('account.nk'), content: `${accounts.account.seed}\n`, secret: true },
-    { path: nats('account.jwt'), content: `${accounts.account.jwt}\n` },
+    { path: MESH_LAYOUT.accountJwt, content: `${accounts.account.jwt}\n` },
     { path: MESH_LAYOUT.accountSigning, content: `${accounts.accountSigning.seed}\n`, secret: true },
     { path: nats('system.nk'), content: `${accounts.system.seed}\n`, secret: true },
-    { path: nats('system.jwt'), content: `${accounts.system.jwt}\n` },
+    { path: MESH_LAYOUT.systemJwt, content: `${accounts.system.jwt}\n` },
     ...places.map((p) => ({ path: MESH_LAYOUT.serverConf(p, places.length), content: serverConfig(p, places, accounts) })),
     { path: MESH_FILE, content: `${JSON.stringify(mesh, null, 2)}\n` },
   ];
 }
 
-function portsFlag(ctx: CommandContext, name: string): number[] {
-  return listFlag(ctx.flags, name).map((text) => {
-    const n = Number(text);
-    if (!/^\d+$/.test(text) || n < 1 || n > 65535) throw usageError(`--${name} ${text}: a port (1-65535)`);
-    return n;
-  });
-}
 
 /**
  * `meshctl init DIR [--servers N] [--host H…] [--port P…] [--cluster-port P…]`: a new mesh in
@@ -55,11 +41,13 @@ function portsFlag(ctx: CommandContext, name: string): number[] {
  * configuration of each nats-server; DIR is then meshctl's defaults (`--mesh DIR` or `MESH_DIR`).
  */
 export async function initCommand(ctx: CommandContext): Promise<number> {
-  const dir = resolve(ctx.args[0]!);
+  if (stringFlag(ctx.flags, 'leaf') !== undefined) return (await import('./init-leaf.js')).initLeafCommand(ctx);
+  if (ctx.args[0] === undefined) throw usageError("'init' needs DIR (or --leaf SITE, for a site of the mesh MESH_DIR or --mesh names)");
+  const dir = resolve(ctx.args[0]);
   const hosts = listFlag(ctx.flags, 'host');
   const count = countFlag(ctx, 'servers', 1) ?? (hosts.length > 1 ? hosts.length : 1);
   if (count > MAX_SERVERS) throw usageError(`--servers ${count}: at most ${MAX_SERVERS} (a JetStream cluster needs no more; hosts are clients, not servers)`);
-  const places = placeServers({ count, hosts: hosts.length ? hosts : ['127.0.0.1'], ports: portsFlag(ctx, 'port'), clusterPorts: portsFlag(ctx, 'cluster-port'), storeDir: (name) => join(dir, 'jetstream', name) });
+  const places = placeServers({ count, hosts: hosts.length ? hosts : ['127.0.0.1'], ports: portsFlag(ctx, 'port'), clusterPorts: portsFlag(ctx, 'cluster-port'), leafPorts: portsFlag(ctx, 'leaf-port'), storeDir: (name) => join(dir, 'jetstream', name) });
   if (typeof places === 'string') throw usageError(places);
   const [accounts, signing] = await Promise.all([makeMeshAccounts(), newOperatorKey()]);
   const files = meshFiles(dir, accounts, signing, places);
@@ -77,7 +65,7 @@ function describeInit(dir: string, summary: { operatorKey: string; account: stri
     `  declarations are signed by  ${at(SEED_FILE)} (public key ${summary.operatorKey})`,
     `  meshctl connects with       ${at(MESH_LAYOUT.controlCreds)} (the mesh's account, JetStream on)`,
     `  hosts' credentials come from ${at(MESH_LAYOUT.accountSigning)} (the account's signing key)`,
-    ...summary.serverConfigs.map((conf, i) => `  nats-server ${places[i]!.name.padEnd(15)} ${conf} (clients at ${summary.servers[i]})`),
+    ...summary.serverConfigs.map((conf, i) => `  nats-server ${places[i]!.name.padEnd(15)} ${conf} (clients at ${summary.servers[i]}, sites' leaf nodes at ${leafUrl(places[i]!)})`),
     `  the secrets are 0600 (the seeds, meshctl.creds): keep ${dir} on the control machine`,
     '',
     'next:',
@@ -87,5 +75,6 @@ function describeInit(dir: string, summary: { operatorKey: string; account: stri
     '  meshctl node-creds NODE --out NODE.creds                   # its NATS credentials: its own subjects only',
     '  meshctl bundle DECLARATION.json --node NODE --node-key NODE.nk --embed-creds NODE.creds --out NODE.bundle.json',
     '  mesh-host install --bundle NODE.bundle.json --mode converged   # on the host',
+    '  meshctl init --leaf SITE --port 4222 --host ADDRESS          # a site behind its own leaf node',
   ].join('\n');
 }

@@ -7,6 +7,7 @@ import { isEnvelope } from '../../declaration/envelope.js';
 import { readDeclarationFile } from '../../declaration/load.js';
 import { EXIT, refused, usageError } from '../../system/errors.js';
 import { stringFlag, type CommandContext } from '../context.js';
+import { listFlag } from '../link-flags.js';
 import { readSeed } from './keys.js';
 import { connectControl } from '../link-flags.js';
 import { targetFlags } from '../target-flags.js';
@@ -21,6 +22,15 @@ export function countFlag(ctx: CommandContext, name: string, min: number): numbe
   const n = Number(text);
   if (!/^\d+$/.test(text) || n < min) throw usageError(`--${name} ${text}: a whole number of at least ${min}`);
   return n;
+}
+
+/** A flag of ports (`--port 4222,4223`), each checked. */
+export function portsFlag(ctx: CommandContext, name: string): number[] {
+  return listFlag(ctx.flags, name).map((text) => {
+    const n = Number(text);
+    if (!/^\d+$/.test(text) || n < 1 || n > 65535) throw usageError(`--${name} ${text}: a port (1-65535)`);
+    return n;
+  });
 }
 
 /** Connects, creates the mesh's records when missing (replicas sized to the cluster), and says what it chose. */

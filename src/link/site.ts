@@ -1,0 +1,62 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { StreamConfig } from '@nats-io/jetstream';
+import { lazy } from '../system/interop.js';
+import { ARCHIVES_BUCKET, DECLARATIONS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from './wire.js';
+
+/** The JetStream API of a domain, as a mirror or a source names it. */
+export const domainApi = (domain: string) => `$JS.${domain}.API`;
+
+/** How long a site keeps a report the hub has sourced already: the hub holds the record; this is the store and forward. */
+const SITE_REPORTS_MAX_AGE_NS = 30 * 24 * 3600 * 1e9;
+/** Inside it a report sent again (a host retrying after a lost acknowledgement) is stored once. */
+const DUPLICATE_WINDOW_NS = 2 * 60 * 1e9;
+
+/** What `ensureSite` found and made: each part said once. */
+export interface SiteSetUp {
+  created: string[];
+  present: string[];
+}
+
+/**
+ * The streams that let a site behind its own leaf node work through a cut of its uplink, made through
+ * the hub (the leaf's domain is reached across the uplink, so the leaf must be connected):
+ *
+ * - on the leaf, a mirror of the hub's declarations bucket under the bucket's own stream name: a host
+ *   of the site reads its key there with the same direct get as at the hub, during a cut too; after a
+ *   cut the mirror catches up in the hub's order, so a host reads the newest value, never an older one;
+ * - on the leaf, a mirror of the archive store, so that archives a site's hosts fetch come from the site;
+ * - on the leaf, a reports stream that acknowledges the site's reports, so a host's outbox empties
+ *   during a cut, and that the hub's reports stream sources, in the order stored and each once, from
+ *   the point it reached whenever the uplink comes back.
+ *
+ * Running it again changes nothing that is there.
+ */
+export async function ensureSite(nc: NatsConnection, site: string, hubDomain: string): Promise<SiteSetUp> {
+  const { jetstreamManager } = await lazy(import('@nats-io/jetstream'));
+  const [hub, leaf] = await Promise.all([jetstreamManager(nc), jetstreamManager(nc, { domain: site, timeout: 10_000 })]);
+  const created: string[] = [];
+  const present: string[] = [];
+  const fromHub = (name: string) => ({ name, external: { api: domainApi(hubDomain), deliver: '' } });
+  const leafParts: Array<{ what: string; config: Partial<StreamConfig> & { name: string } }> = [
+    { what: `the site's copy of ${DECLARATIONS_STREAM}`, config: { name: DECLARATIONS_STREAM, mirror: fromHub(DECLARATIONS_STREAM), allow_direct: true, max_msgs_per_subject: 1 } },
+    { what: `the site's copy of OBJ_${ARCHIVES_BUCKET}`, config: { name: `OBJ_${ARCHIVES_BUCKET}`, mirror: fromHub(`OBJ_${ARCHIVES_BUCKET}`), allow_direct: true } },
+    { what: `the site's ${REPORTS_STREAM}`, config: { name: REPORTS_STREAM, subjects: [REPORTS_SUBJECTS], duplicate_window: DUPLICATE_WINDOW_NS, max_age: SITE_REPORTS_MAX_AGE_NS } },
+  ];
+  for (const part of leafParts) {
+    const there = await leaf.streams.info(part.config.name).catch(() => undefined);
+    if (there) present.push(part.what);
+    else {
+      await leaf.streams.add(part.config);
+      created.push(part.what);
+    }
+  }
+  const reports = await hub.streams.info(REPORTS_STREAM);
+  const sources = reports.config.sources ?? [];
+  const api = domainApi(site);
+  if (sources.some((s) => s.name === REPORTS_STREAM && s.external?.api === api)) present.push(`the hub's source of the site's reports`);
+  else {
+    await hub.streams.update(REPORTS_STREAM, { ...reports.config, sources: [...sources, { name: REPORTS_STREAM, external: { api, deliver: '' } }] });
+    created.push(`the hub's source of the site's reports`);
+  }
+  return { created, present };
+}

@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { NatsServer, freePort, natsUnavailable } from '../support/nats.js';
+import { initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js';
+import { Relay } from '../support/relay.js';
+import { statusSubject } from '../../src/link/wire.js';
+
+const unavailable = natsUnavailable();
+const SITE = 'paris';
+
+interface ReadReport {
+  sequence: number;
+  trigger: string;
+  declaration: { sequence: number } | null;
+  trust: { verdict: string };
+}
+
+/** Waits for a condition, saying what did not come and the hosts' logs when it does not. */
+async function until(what: string, check: () => boolean | Promise<boolean>, hosts: InitHost[], timeoutMs = 60_000): Promise<void> {
+  const started = Date.now();
+  while (!(await check())) {
+    if (Date.now() - started > timeoutMs) throw new Error(`${what} did not come within ${timeoutMs} ms:\n${hosts.map((h) => `--- ${h.node}\n${h.log().split(`\n`).filter((l) => !l.includes(`event loop was held`)).join(`\n`).slice(-4000)}`).join(`\n`)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const fileOf = (host: InitHost) => readFileSync(join(host.root, 'srv/app.conf'), 'utf8');
+const declaration = (node: string, content: string) => ({ version: 1, node, mode: 'converged', resources: [{ type: 'file', id: 'conf', path: '/srv/app.conf', content }] });
+
+describe.skipIf(unavailable !== undefined && !process.env.CI)(`a site behind a leaf node, made by meshctl init --leaf, against real nats-servers${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
+  let mesh: InitMesh;
+  let relay: Relay;
+  let leaf: NatsServer;
+  let atLeaf: NatsConnection;
+  let p1: InitHost;
+  let p2: InitHost;
+  const hosts = () => [p1, p2].filter(Boolean);
+
+  const send = async (host: InitHost, content: string) => {
+    const file = join(mesh.dir, '..', `${host.node}-${content.trim()}.json`);
+    writeFileSync(file, JSON.stringify(declaration(host.node, content)));
+    const sent = await mesh.meshctl(['send', host.node, file]);
+    expect(sent.code, sent.stderr).toBe(0);
+  };
+  const reportsAtHub = async (host: InitHost): Promise<ReadReport[]> => {
+    const read = await mesh.meshctl(['reports', '--node', host.node, '--json']);
+    expect(read.code, read.stderr).toBe(0);
+    return read.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as ReadReport);
+  };
+  const statusAtLeaf = async (host: InitHost) => JSON.parse((await atLeaf.request(statusSubject(host.node), '', { timeout: 5000 })).string()) as { node: string; reportSequence: number; lastApplied: { sequence: number } | null };
+
+  beforeAll(async () => {
+    mesh = await initMesh();
+    // The site's uplink goes through a relay the test can cut, as a line that goes down. The hub
+    // advertises the relay as its leaf node address, as a hub behind a NAT advertises its public one:
+    // a leaf told of the hub's own port would otherwise dial it straight after a cut.
+    relay = await Relay.start(mesh.leafPorts[0]!);
+    const hubConf = join(mesh.dir, 'nats-server.conf');
+    writeFileSync(hubConf, readFileSync(hubConf, 'utf8').replace(/(leafnodes \{\n {2}listen: .*\n)/, `$1  advertise: "127.0.0.1:${relay.port}"\n`));
+    await mesh.servers[0]!.kill();
+    await mesh.servers[0]!.run();
+    const leafPort = await freePort();
+    const made = await mesh.meshctl(['init', '--leaf', SITE, '--port', String(leafPort), '--hub', relay.url]);
+    expect(made.code, made.stderr).toBe(0);
+    leaf = await NatsServer.start({ port: leafPort, wholeConfig: join(mesh.dir, 'sites', SITE, 'nats-server.conf') });
+    // The leaf connects within a second or so; until then the hub cannot reach its domain.
+    let site = await mesh.meshctl(['site', SITE]);
+    for (let tries = 0; site.code !== 0 && tries < 20; tries++) {
+      await new Promise((r) => setTimeout(r, 500));
+      site = await mesh.meshctl(['site', SITE]);
+    }
+    expect(site.code, site.stderr).toBe(0);
+    expect(site.stdout).toMatch(/made the site's copy of KV_mesh_declarations/);
+    const again = await mesh.meshctl(['site', SITE]);
+    expect(again.stdout).not.toMatch(/^made/m);
+    const config = { rereadMs: 500 };
+    p1 = await mesh.enrol('p1', { server: leaf.url, config, resources: declaration('p1', 'one\n').resources });
+    p2 = await mesh.enrol('p2', { server: leaf.url, config, resources: declaration('p2', 'one\n').resources });
+    atLeaf = await connect({ servers: leaf.url, authenticator: credsAuthenticator(readFileSync(join(mesh.dir, 'meshctl.creds'))) });
+  }, 180_000);
+
+  afterAll(async () => {
+    await atLeaf?.close();
+    await mesh?.close();
+    await leaf?.stop();
+    await relay?.cut();
+  });
+
+  it('writes the leaf a configuration in operator mode over the mesh\'s accounts, its own credentials 0600, and the hub a leaf node port', () => {
+    const conf = readFileSync(join(mesh.dir, 'sites', SITE, 'nats-server.conf'), 'utf8');
+    expect(conf).toMatch(/resolver: MEMORY/);
+    expect(conf).toContain(`urls: ["${relay.url}"]`);
+    expect(conf).toMatch(/domain: "paris"/);
+    expect(statSync(join(mesh.dir, 'sites', SITE, 'leaf.creds')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(join(mesh.dir, 'nats-server.conf'), 'utf8')).toMatch(/leafnodes \{\n {2}listen: "127\.0\.0\.1:\d+"/);
+  });
+
+  it('hosts on the leaf, with the credentials meshctl node-creds gave them, apply a declaration sent at the hub and their reports reach the hub verified', async () => {
+    await send(p1, 'two\n');
+    await until('p1 applying two', () => fileOf(p1) === 'two\n', hosts());
+    await until('p1\'s report of two at the hub', async () => (await reportsAtHub(p1)).some((r) => r.declaration?.sequence === 2), hosts());
+    expect((await reportsAtHub(p1)).every((r) => r.trust.verdict === 'verified')).toBe(true);
+  }, 90_000);
+
+  it('cut from the hub, the hosts keep converging from what they hold and answer status at the leaf; after it, the newest declaration sent during the cut wins and every report made during it reaches the hub once and in order', async () => {
+    await until('p1 holding two', () => fileOf(p1) === 'two\n', hosts());
+    const before = { p1: (await reportsAtHub(p1)).length, p2: (await reportsAtHub(p2)).length };
+    await relay.cut();
+    // Sent at the hub while the site cannot hear: the older first, then the newer.
+    await send(p1, 'three\n');
+    await send(p1, 'four\n');
+    // Drift during the cut is put back from what each host holds, each time a report.
+    // Each change is made once the host watches again after its last repair (a change before that is
+    // the reconcile timer's to find, an hour here).
+    const watching = (host: InitHost) => host.log().split('the footprint is watched from here on').length;
+    for (let round = 0; round < 3; round++) {
+      const armed = { p1: watching(p1), p2: watching(p2) };
+      for (const host of [p1, p2]) writeFileSync(join(host.root, 'srv/app.conf'), `tampered ${round}\n`);
+      await until(`p1 putting back two (round ${round})`, () => fileOf(p1) === 'two\n' && watching(p1) > armed.p1, hosts());
+      await until(`p2 putting back one (round ${round})`, () => fileOf(p2) === 'one\n' && watching(p2) > armed.p2, hosts());
+    }
+    const during = { p1: await statusAtLeaf(p1), p2: await statusAtLeaf(p2) };
+    expect(during.p1.node).toBe('p1');
+    expect(during.p1.lastApplied?.sequence).toBe(2);
+    expect(relay.connections).toBe(0);
+    // Still cut: the hub has none of what the site reported since.
+    expect((await reportsAtHub(p2)).length).toBe(before.p2);
+    expect(fileOf(p1)).toBe('two\n');
+
+    await relay.mend();
+    await until('p1 applying four, the newest sent during the cut', () => fileOf(p1) === 'four\n', hosts());
+    const after = { p1: await statusAtLeaf(p1), p2: await statusAtLeaf(p2) };
+    for (const host of [p1, p2]) {
+      const made = after[host.node as 'p1' | 'p2'].reportSequence;
+      await until(`${host.node}'s reports up to ${made} at the hub`, async () => (await reportsAtHub(host)).some((r) => r.sequence === made), hosts());
+    }
+    for (const host of [p1, p2]) {
+      const reports = await reportsAtHub(host);
+      const made = after[host.node as 'p1' | 'p2'].reportSequence;
+      // Once and in order: the stream holds 1..made, each once, in the order the host made them.
+      expect(reports.map((r) => r.sequence)).toEqual(Array.from({ length: made }, (_, i) => i + 1));
+      expect(reports.every((r) => r.trust.verdict === 'verified')).toBe(true);
+      expect(made - before[host.node as 'p1' | 'p2']).toBeGreaterThanOrEqual(3);
+    }
+    // The newest wins and nothing older is applied after it: the declarations reported never go back.
+    const applied = (await reportsAtHub(p1)).flatMap((r) => (r.declaration ? [r.declaration.sequence] : []));
+    expect(applied.at(-1)).toBe(4);
+    expect(applied).toEqual([...applied].sort((a, b) => a - b));
+    expect(fileOf(p1)).toBe('four\n');
+  }, 180_000);
+});
