@@ -131,6 +131,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a site behind a l
 
     await relay.mend();
     await until('p1 applying four, the newest sent during the cut', () => fileOf(p1) === 'four\n', hosts());
+    // The store is saved with the apply's report: once it says four, the report of four is made.
+    await until('p1 saying it applied four', async () => (await statusAtLeaf(p1)).lastApplied?.sequence === 4, hosts());
     const after = { p1: await statusAtLeaf(p1), p2: await statusAtLeaf(p2) };
     for (const host of [p1, p2]) {
       const made = after[host.node as 'p1' | 'p2'].reportSequence;
