@@ -56,7 +56,7 @@ export async function populate(nc: NatsConnection, reports: number, firstSequenc
 }
 
 /** Wall and CPU (user + system) of a whole process, medians: CPU time is what a loaded machine disturbs least. */
-function timeProcess(args: string[], runs: number, check: (stdout: string, status: number | null, stderr: string) => void): { wall: number; cpu: number } {
+export function timeProcess(args: string[], runs: number, check: (stdout: string, status: number | null, stderr: string) => void): { wall: number; cpu: number } {
   const walls: number[] = [];
   const cpus: number[] = [];
   for (let i = 0; i < runs; i++) {

@@ -24,6 +24,9 @@ export async function waitFor<T>(call: () => Promise<T>): Promise<T> {
     }
   }
 }
+/** What every simulated host of the fleet benchmark applied first: the file its plan and sends change. */
+export const FLEET_FIRST_CONTENT = 'workers = 4\nlisten = 8080\n';
+
 /** The node id of the i-th simulated host. */
 export const simNode = (i: number) => `sim-${String(i).padStart(5, '0')}`;
 

@@ -92,8 +92,8 @@ echo "== meshctl reports --node example (one line a report: sequence, trigger, o
 ./bin/meshctl reports --node example --log-level warn \
   | node -e 'require("readline").createInterface({input:process.stdin}).on("line",l=>{const r=JSON.parse(l);const c={};for(const n of Object.values(r.unchanged||{}))c.unchanged=(c.unchanged||0)+n;for(const s of r.steps)c[s.status]=(c[s.status]||0)+1;console.log(`report ${r.sequence}: ${r.trigger} ${r.outcome} (${Object.entries(c).map(([k,v])=>v+" "+k).join(", ")})`);for(const s of r.steps)if(s.status!=="unchanged")console.log(`  ${s.status} ${s.type} ${s.resource} ${s.target}`)})'
 echo
-echo "== meshctl send example-update.json --select role=web (one send to many: each node whose labels match gets its own numbered, signed copy; a node whose key holds it already is skipped)"
-./bin/meshctl send "$scratch/example-update.json" --select role=web --log-level warn
+echo "== meshctl send example-update.json --all (one send to every node with a key: each gets its own numbered, signed copy; a node whose key holds it already is skipped)"
+./bin/meshctl send "$scratch/example-update.json" --all --log-level warn
 echo
 echo "== the archive, unpacked on the scratch root at /srv/site"
 (cd "$scratch/root/srv/site" && find . -type f | sort | while read -r f; do echo "$f: $(head -c 60 "$f")"; done)

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { operatorKey, verifyEd25519 } from './nkey.js';
+import { nkeySeed, operatorKey, signEd25519, verifyEd25519 } from './nkey.js';
 import { lazy } from '../system/interop.js';
 import { decodeCanonicalBase64 } from './base64.js';
 
@@ -23,12 +23,21 @@ export function isEnvelope(value: unknown): value is Envelope {
   return keys.length === 3 && keys[0] === 'key' && keys[1] === 'payload' && keys[2] === 'signature';
 }
 
+/**
+ * The operator's seeds met in this process, as native signing keys: a fleet command signs a copy for
+ * each of a thousand nodes, and nkeys' own Ed25519 (written in JavaScript) took about 45 ms a signature
+ * here, where Node's takes a tenth of a millisecond.
+ */
+const signingKeys = new Map<string, ReturnType<typeof nkeySeed>>();
+
 export async function sign(payload: Uint8Array, seed: string): Promise<Envelope> {
-  const pair = (await nkeys()).fromSeed(new TextEncoder().encode(seed.trim()));
+  const text = seed.trim();
+  const parsed = signingKeys.get(text) ?? signingKeys.set(text, nkeySeed(text, 'operator')).get(text)!;
+  if (typeof parsed === 'string') throw new Error(`the signing key is ${parsed}`);
   return {
     payload: Buffer.from(payload).toString('base64'),
-    key: pair.getPublicKey(),
-    signature: Buffer.from(pair.sign(payload)).toString('base64'),
+    key: parsed.publicKey,
+    signature: signEd25519(parsed.privateKey, payload).toString('base64'),
   };
 }
 
