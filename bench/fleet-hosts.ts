@@ -18,24 +18,14 @@ import { BASE_HANDLERS } from '../src/resources/handlers.js';
 import { applyDeclaration, type HostEnv } from '../src/apply/apply.js';
 import { receiveDeclaration } from '../src/declaration/load.js';
 import { checkPlanRequest, previewDeclaration } from '../src/apply/preview.js';
-import type { Logger } from '../src/system/log.js';
-import { FLEET_FIRST_CONTENT, simNode } from './scale-support.js';
+import { FLEET_FIRST_CONTENT, simNode, quietLogger, upReporter } from './scale-support.js';
 
 const [servers, first, count, stateRoot, publicKey] = process.argv.slice(2) as [string, string, string, string, string];
-const quiet = (() => {
-  const log = { fatal() {}, error() {}, warn() {}, info() {}, debug() {}, trace() {}, child: () => log };
-  return log as unknown as Logger;
-})();
+const quiet = quietLogger();
 
 
-let up = 0;
-let said = 0;
 const hosts = Number(count);
-const progress = setInterval(() => {
-  if (up > said) process.stdout.write(`up ${up - said}\n`);
-  said = up;
-  if (said === hosts) clearInterval(progress);
-}, 500);
+const countUp = upReporter(hosts);
 
 for (let i = Number(first); i < Number(first) + hosts; i++) {
   const node = simNode(i);
@@ -53,7 +43,7 @@ for (let i = Number(first); i < Number(first) + hosts; i++) {
       onUp: () => {
         if (wasUp) return;
         wasUp = true;
-        up++;
+        countUp();
       },
       onDown: () => {},
       status: async () => ({ node }),

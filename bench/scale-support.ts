@@ -1,6 +1,7 @@
 /** What the scale benchmarks share: the servers' processes, their figures, and the simulated hosts' names. */
 import { execFileSync } from 'node:child_process';
 import { errors } from '@nats-io/transport-node';
+import type { Logger } from '../src/system/log.js';
 
 /** The nats-server processes listening on these client ports (each started by the benchmark itself). */
 export function serverPids(ports: number[]): number[] {
@@ -62,4 +63,25 @@ export async function phase<T>(name: string, call: () => Promise<T>): Promise<T>
   } catch (err) {
     throw new Error(`${name}: ${(err as Error).message}`, { cause: err });
   }
+}
+
+/** A logger that says nothing: simulated hosts by the thousand would drown the benchmark's own output. */
+export function quietLogger(): Logger {
+  const log = { fatal() {}, error() {}, warn() {}, info() {}, debug() {}, trace() {}, child: () => log };
+  return log as unknown as Logger;
+}
+
+/**
+ * Counts simulated hosts as they come up and says "up N" on stdout twice a second (N more since it last
+ * said), until all `hosts` have: the benchmark that started the process reads it. Returns the counter.
+ */
+export function upReporter(hosts: number): () => void {
+  let up = 0;
+  let said = 0;
+  const progress = setInterval(() => {
+    if (up > said) process.stdout.write(`up ${up - said}\n`);
+    said = up;
+    if (said === hosts) clearInterval(progress);
+  }, 500);
+  return () => void up++;
 }

@@ -18,26 +18,16 @@ import { Outbox, REPORT_HEADROOM } from '../src/report/outbox.js';
 import { receiveDeclaration } from '../src/declaration/load.js';
 import { markOf } from '../src/declaration/order.js';
 import type { Report } from '../src/report/report.js';
-import type { Logger } from '../src/system/log.js';
 import { reportSigner, type ReportSigner } from '../src/link/report-trust.js';
-import { simNode } from './scale-support.js';
+import { simNode, quietLogger, upReporter } from './scale-support.js';
 
 
 const [servers, first, count, stateRoot, publicKey] = process.argv.slice(2) as [string, string, string, string, string];
-const quiet = (() => {
-  const log = { fatal() {}, error() {}, warn() {}, info() {}, debug() {}, trace() {}, child: () => log };
-  return log as unknown as Logger;
-})();
+const quiet = quietLogger();
 
 const seeds = JSON.parse(readFileSync(join(stateRoot, 'node-keys.json'), 'utf8')) as Record<string, string>;
-let up = 0;
-let said = 0;
 const hosts = Number(count);
-const progress = setInterval(() => {
-  if (up > said) process.stdout.write(`up ${up - said}\n`);
-  said = up;
-  if (said === hosts) clearInterval(progress);
-}, 500);
+const countUp = upReporter(hosts);
 const connectingAtOnce = Number(process.env.SCALE_CONNECTING ?? 50);
 let connecting = 0;
 let slotFreed: () => void = () => {};
@@ -92,7 +82,7 @@ for (let i = Number(first); i < Number(first) + hosts; i++) {
       onUp: () => {
         if (wasUp) return;
         wasUp = true;
-        up++;
+        countUp();
         clearTimeout(turnTimer);
         giveTurn();
       },
