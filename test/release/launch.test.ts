@@ -1,18 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { Kvm } from '@nats-io/kv';
+import { connect } from '@nats-io/transport-node';
 import { join } from 'node:path';
 import { NatsServer, natsUnavailable } from '../support/nats.js';
 import { runCli } from '../support/cli.js';
 import { releaseBuild } from '../support/releases.js';
 import { scratch } from '../support/tree.js';
 import type { Report } from '../../src/report/report.js';
+import { readSeed } from '../../src/cli/commands/keys.js';
+import { sign } from '../../src/declaration/envelope.js';
+import { DECLARATIONS_BUCKET } from '../../src/link/wire.js';
 
 /**
  * The launcher with real single executables of this checkout and a real nats-server, in a scratch
  * tree (--root): install, a self-update that passes its trial, one that fails at start, one whose
- * apply fails, a release named but not unpacked, a stop in the middle of a trial; the report
- * sequence of the whole run continuous.
+ * apply fails, a release named but not unpacked, a stop in the middle of a trial; a stale value of the
+ * key refused by a host on trial, which passes; the report sequence of the whole run continuous.
  */
 const unavailable = natsUnavailable();
 const NODE = 'release-node';
@@ -80,6 +85,28 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`mesh-host launch$
     }
   };
   const said = (pattern: RegExp) => lines.some((l) => pattern.test(l));
+  /** When the launcher logged a line (its pino time). */
+  const loggedAt = (pattern: RegExp) => (JSON.parse(lines.find((l) => pattern.test(l))!) as { time: number }).time;
+  /**
+   * A replay of the file's declaration, signed, under the node's key (connected beforehand, so that the
+   * put is at once), and then the value it replaced put back: meshctl numbers a send after the key's latest.
+   */
+  const replayer = async (file: string) => {
+    const nc = await connect({ servers: [server.url] });
+    const kv = await new Kvm(nc).open(DECLARATIONS_BUCKET);
+    const envelope = JSON.stringify(await sign(readFileSync(file), readSeed(key())));
+    let replaced: Uint8Array | undefined;
+    return {
+      put: async () => {
+        replaced = (await kv.get(NODE))!.value;
+        await kv.put(NODE, envelope);
+      },
+      restore: async () => {
+        await kv.put(NODE, replaced!);
+        await nc.close();
+      },
+    };
+  };
   const startLauncher = () => {
     lines = [];
     const child = spawn(join(releases(), 'current/mesh-host'), ['launch', ...hostFlags()], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -133,11 +160,19 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`mesh-host launch$
     expect(await exited(second)).toBe(3);
     expect(refusal).toMatch(/launch\.lock is held by pid \d+ \(mesh-host launch/);
 
-    // 0.2.0, unpacked and named: tried, passes, becomes current.
+    // 0.2.0, unpacked and named: tried, passes, becomes current. Right after the release is named, the
+    // first declaration is put again (signed, but older than what is applied): the key's latest value
+    // when the host on trial connects, which it refuses; a refusal is not its apply, and does not fail it.
     unpack('0.2.0');
+    const replay = await replayer(first);
     await send('0.2.0');
+    await replay.put();
     await until('0.2.0 to be current', () => existsSync(join(releases(), 'current')) && current() === '0.2.0');
     await until('the trial report', async () => (await reports()).some((r) => r.outcome === 'converged' && r.said.some((line) => line.startsWith('release 0.2.0 on trial'))));
+    const trialStarted = loggedAt(/release 0\.2\.0 started on trial/);
+    const replayRefused = (await reports()).filter((r) => r.outcome === 'refused' && /stale/.test(r.error?.message ?? ''));
+    expect(replayRefused.some((r) => Date.parse(r.startedAt) > trialStarted), 'the replay refused by the host on trial').toBe(true);
+    await replay.restore();
 
     // 0.3.0 fails at start: stopped, 0.2.0 resumes and reports it.
     unpack('0.3.0');
