@@ -2,6 +2,7 @@ import { html, render } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { FleetView } from './fleet-view.js';
 import { NodePage } from './node-view.js';
+import { RolloutList, RolloutPage } from './rollout-view.js';
 import { FleetStore } from './store.js';
 
 /**
@@ -11,8 +12,19 @@ import { FleetStore } from './store.js';
  */
 const nodeOfPath = /^\/node\/([^/]+)$/.exec(location.pathname);
 const node = nodeOfPath ? decodeURIComponent(nodeOfPath[1]!) : undefined;
+const rolloutOfPath = /^\/rollout\/([^/]+)$/.exec(location.pathname);
+const rollout = rolloutOfPath ? decodeURIComponent(rolloutOfPath[1]!) : undefined;
+const rollouts = location.pathname === '/rollouts';
 const store = new FleetStore();
 store.connect(node);
+
+/** What the path shows: a node, a rollout, the rollouts, or the fleet. */
+function view() {
+  if (node) return html`<${NodePage} node=${node} store=${store} />`;
+  if (rollout) return html`<${RolloutPage} id=${rollout} />`;
+  if (rollouts) return html`<${RolloutList} />`;
+  return html`<${FleetView} store=${store} />`;
+}
 
 function App() {
   const [, setTick] = useState(0);
@@ -28,10 +40,11 @@ function App() {
   return html`<header class="top">
       <a class="skip" href="#main">Skip to content</a>
       <a class="brand" href="/">mesh</a>
+      <nav aria-label="pages"><a href="/">Fleet</a> <a href="/rollouts">Rollouts</a></nav>
       <span class=${`link ${store.connected ? 'up' : 'down'}`} role="status">${store.connected ? 'live' : 'reconnecting…'}</span>
     </header>
-    <main id="main" tabindex="-1">${node ? html`<${NodePage} node=${node} store=${store} />` : html`<${FleetView} store=${store} />`}</main>`;
+    <main id="main" tabindex="-1">${view()}</main>`;
 }
 
-document.title = node ? `${node} · mesh` : 'Fleet · mesh';
+document.title = `${node ?? rollout ?? (rollouts ? 'Rollouts' : 'Fleet')} · mesh`;
 render(html`<${App} />`, document.getElementById('app')!);

@@ -6,6 +6,7 @@ import type { Mark } from '../declaration/order.js';
 import type { FleetRow, SignatureVerdict } from '../fleet/fleet.js';
 import type { Labels } from '../fleet/labels.js';
 import type { Report } from '../report/report.js';
+import type { Rollout } from '../fleet/rollout.js';
 
 export interface PageRow extends Omit<FleetRow, 'lastOutcome' | 'heartbeat'> {
   lastOutcome: Omit<NonNullable<FleetRow['lastOutcome']>, 'agoMs'> | null;
@@ -59,3 +60,27 @@ export interface NodeView {
 export type StatusAnswer = { ok: true; status: { state?: unknown; mode?: string | null; reportSequence?: number } & Record<string, unknown> } | { ok: false; error: string };
 /** `GET /api/node/NODE/inventory`: the host's inventory answer, or why there is none. */
 export type InventoryAnswer = { ok: true; inventory: unknown } | { ok: false; error: string };
+
+/** `GET /api/rollouts`: every rollout the mesh keeps, newest first, in a line each. */
+export interface RolloutSummary {
+  id: string;
+  file: string;
+  status: Rollout['status'];
+  /** The wave being sent or awaited (from 0), of how many. */
+  wave: number;
+  waves: number;
+  nodes: number;
+  halt: Rollout['halt'] | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/**
+ * `GET /api/rollout/ID`: the rollout as the mesh keeps it, its declaration shown as the node page shows
+ * one (each resource's name and where it acts, never a content, an env value or a command).
+ */
+export interface RolloutView extends Omit<Rollout, 'declaration' | 'version'> {
+  nowMs: number;
+  mode: string;
+  resources: ResourceView[];
+}

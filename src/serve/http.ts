@@ -8,6 +8,7 @@ import type { FleetFeed } from './feed.js';
 import { bornToken, loopbackHost, sameToken, TOKEN_COOKIE } from './guard.js';
 import type { ListenPlan } from './listen.js';
 import { askInventory, askStatus, nodeView } from './node.js';
+import { rolloutList, rolloutView } from './rollouts.js';
 import { EventStream } from './sse.js';
 
 export interface PageDeps {
@@ -52,6 +53,8 @@ function sendText(res: ServerResponse, status: number, text: string, headers: Re
 }
 
 const NODE_ID = new RegExp(NODE_ID_PATTERN);
+/** A rollout's id as meshctl rollout makes them (`r-20261203-091502-3fa2`), or any key of that shape. */
+const ROLLOUT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
 
 /** The routes of the page: all reads; the one POST is the login form, which only sets the browser's cookie. */
 export function pageHandler(deps: PageDeps): RequestListener {
@@ -80,9 +83,12 @@ export function pageHandler(deps: PageDeps): RequestListener {
 
 async function route(req: IncomingMessage, res: ServerResponse, url: URL, deps: PageDeps): Promise<void> {
   const path = url.pathname;
-  if (path === '/' || /^\/node\/[^/]+$/.test(path)) return sendAsset(req, res, ASSETS.shell);
+  if (path === '/' || path === '/rollouts' || /^\/(node|rollout)\/[^/]+$/.test(path)) return sendAsset(req, res, ASSETS.shell);
   if (path === '/assets/page.js' || path === '/assets/lifecycle.svg') return sendAsset(req, res, ASSETS[path]);
   if (path === '/events') return events(res, url, deps);
+  if (path === '/api/rollouts') return sendJson(res, 200, await rolloutList(deps.nc));
+  const rollout = /^\/api\/rollout\/([^/]+)$/.exec(path);
+  if (rollout) return sendRollout(res, decodeURIComponent(rollout[1]!), deps);
   const api = /^\/api\/node\/([^/]+)(?:\/(status|inventory))?$/.exec(path);
   if (!api) return sendText(res, 404, `nothing at ${path}`);
   const node = decodeURIComponent(api[1]!);
@@ -90,6 +96,12 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, deps: 
   if (api[2] === 'status') return sendJson(res, 200, await askStatus(deps.nc, node));
   if (api[2] === 'inventory') return sendJson(res, 200, await askInventory(deps.nc, node));
   return sendJson(res, 200, await nodeView(deps.nc, node, deps.feed.row(node), deps.feed.currentEnrolments(), deps.now()));
+}
+
+async function sendRollout(res: ServerResponse, id: string, deps: PageDeps): Promise<void> {
+  if (!ROLLOUT_ID.test(id)) return sendJson(res, 400, { error: `'${id}' is not a rollout id` });
+  const view = await rolloutView(deps.nc, id, deps.now());
+  return view ? sendJson(res, 200, view) : sendJson(res, 404, { error: `the mesh keeps no rollout ${id}` });
 }
 
 /** `/events`: the fleet's rows (a snapshot, then what changes); with `?node=N`, that node's new reports too. */

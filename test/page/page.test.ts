@@ -6,6 +6,8 @@ import { useMeshHost } from '../support/mesh.js';
 import { SimHosts } from '../support/sim-hosts.js';
 import { startServe, type Served } from '../support/serve.js';
 import { axeViolations, launchBrowser, screenshot, type TestBrowser } from '../support/browser.js';
+import { RolloutStore } from '../../src/fleet/rollout-store.js';
+import type { Rollout } from '../../src/fleet/rollout.js';
 
 /**
  * The page in Debian's chromium, served by `meshctl serve` (the built program) from a real nats-server,
@@ -44,11 +46,11 @@ describe('meshctl serve in a browser', () => {
   });
 
   /** Opens a page of the server and waits for its rows (or its node page) to be drawn. */
-  async function open(path: string, viewport?: { width: number; height: number }): Promise<Page & { requests: string[] }> {
+  async function open(path: string, viewport?: { width: number; height: number }, drawn = path === '/' ? 'table.fleet tbody tr' : '#node-title'): Promise<Page & { requests: string[] }> {
     const page = await browser.page(viewport);
     pages.push(page);
     await page.goto(`${served.url.replace(/\/$/, '')}${path}`);
-    await page.waitForSelector(path === '/' ? 'table.fleet tbody tr' : '#node-title');
+    await page.waitForSelector(drawn);
     return page;
   }
 
@@ -210,5 +212,43 @@ describe('meshctl serve in a browser', () => {
       expect(await axeViolations(node), JSON.stringify(await axeViolations(node))).toEqual([]);
       if (viewport.width < 500) await screenshot(node, 'node-phone');
     }
+  });
+
+  it("shows a rollout's waves, each node's phase in its wave, where it halted and why, and follows the record as meshctl rewrites it", async () => {
+    const hostile = '<img src=x onerror="window.pwned = \'rollout\'">';
+    const at = new Date().toISOString();
+    const copy = { epoch: 1, sequence: 4 };
+    const failed = { phase: 'failed' as const, mark: copy, report: 7, resource: 'conf', error: `mkdir /etc/app: permission denied ${hostile}` };
+    const rollout: Rollout = {
+      version: 1, id: 'r-20261203-091502-3fa2', file: 'web.json', digest: `sha256:${'0'.repeat(64)}`,
+      declaration: { version: 1, mode: 'converged', resources: [{ type: 'file', id: 'conf', path: '/etc/app.conf', content: 'SECRET-CONTENT' }] },
+      waves: [['sim-web-1'], ['sim-web-2', 'sim-db-1'], ['sim-quiet']], wave: 1, waitMs: 120_000, haltOn: ['failed', 'refused', 'silent'], status: 'halted',
+      nodes: { 'sim-web-1': { phase: 'converged', mark: copy, report: 9 }, 'sim-web-2': failed, 'sim-db-1': { phase: 'sent', mark: copy, waitFromMs: Date.now() - 5000 }, 'sim-quiet': { phase: 'pending' } },
+      halt: { node: 'sim-web-2', phase: 'failed', resource: failed.resource, error: failed.error, wave: 1 },
+      createdAt: at, updatedAt: at,
+    };
+    const store = await RolloutStore.open(nc);
+    const revision = await store.write(rollout, 0);
+    const list = await open('/rollouts', undefined, `tr[data-rollout="${rollout.id}"]`);
+    expect(await list.$eval(`tr[data-rollout="${rollout.id}"]`, (tr) => tr.getAttribute('data-status'))).toBe('halted');
+    await Promise.all([list.waitForNavigation(), list.click(`tr[data-rollout="${rollout.id}"] a`)]);
+    await list.waitForSelector('section.wave');
+    expect(await list.$$eval('section.wave h2', (hs) => hs.map((h) => h.textContent))).toEqual(['Wave 1 of 3: 1 node, done', 'Wave 2 of 3: 2 nodes, halted here', 'Wave 3 of 3: 1 node, not sent']);
+    const phases = await list.$$eval('table.wave-nodes tbody tr', (trs) => trs.map((tr) => `${tr.getAttribute('data-node')} ${tr.getAttribute('data-phase')}`));
+    expect(phases).toEqual(['sim-web-1 converged', 'sim-web-2 failed', 'sim-db-1 sent', 'sim-quiet pending']);
+    expect(await list.$eval('.halt', (p) => p.textContent)).toContain(`Halted at wave 2: sim-web-2 failed: conf: ${failed.error}`);
+    expect(await list.$eval('tr[data-node="sim-web-2"] td.why', (td) => td.textContent)).toBe(`conf: ${failed.error}`);
+    // The declaration shows as its resources' names, never their content; what a host said stays text.
+    expect(await list.evaluate(() => document.body.textContent)).not.toContain('SECRET-CONTENT');
+    expect(await list.evaluate(() => (window as unknown as { pwned?: string }).pwned)).toBeUndefined();
+    expect(await list.$$eval('main img', (els) => els.length)).toBe(0);
+    await screenshot(list, 'rollout');
+    expect(await axeViolations(list), JSON.stringify(await axeViolations(list))).toEqual([]);
+    // The operator fixed it and resumed: meshctl writes the record again, and the page follows.
+    const { halt: _halt, ...resumed } = rollout;
+    await store.write({ ...resumed, status: 'running', nodes: { ...rollout.nodes, 'sim-web-2': { phase: 'converged', mark: copy, report: 8 } }, updatedAt: new Date().toISOString() }, revision);
+    await list.waitForFunction(() => document.querySelector('tr[data-node="sim-web-2"]')?.getAttribute('data-phase') === 'converged' && !document.querySelector('.halt'), { timeout: 10_000 });
+    expect(await list.$eval('section.wave[data-wave="1"] h2', (h) => h.textContent)).toBe('Wave 2 of 3: 2 nodes, sending, or awaiting its reports');
+    await expectSelfContained(list);
   });
 });
