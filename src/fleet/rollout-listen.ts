@@ -1,4 +1,4 @@
-import type { MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { latestPerSubject, type LatestMessage } from '../link/latest.js';
 import { HEARTBEAT_SUBJECTS, HEARTBEATS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from '../link/wire.js';
 import { nodeOf, parse, type ReportVerifier } from './read.js';
@@ -33,32 +33,33 @@ function pauseOf(value: unknown): PauseSeen | null | undefined {
 /**
  * What the fleet says while a rollout waits: every node's newest report and whether its heartbeat says
  * it is paused. Listens first (reports and heartbeats as they are published), then reads what the
- * streams already hold, so no report falls between the two. Each report's signature is checked as the
- * fleet view checks it; one that fails is set aside and said, never taken as the node's.
+ * streams already hold, so no report falls between the two. A report's signature is checked as the
+ * fleet view checks it when the rollout is about to take it as a node's word (`trusted`), not when it
+ * is heard: most newest reports of a fleet at start are of older declarations and decide nothing. One
+ * that fails is set aside and said, never taken as the node's.
  */
 export class FleetListener {
   readonly reports = new Map<string, ReportHeard>();
   readonly paused = new Map<string, PauseSeen | null>();
   readonly untrusted: Untrusted[] = [];
+  private readonly messages = new Map<string, LatestMessage>();
+  private readonly newest = new Map<string, number>();
+  private readonly verified = new Map<string, number>();
   /** Nodes heard from since the last `take()`. */
   private news = new Set<string>();
   private wake: (() => void) | undefined;
   private subs: Subscription[] = [];
-  private pending = Promise.resolve();
 
   constructor(private readonly nc: NatsConnection, private readonly verify: ReportVerifier, private readonly nodes: Set<string>) {}
 
   async start(): Promise<void> {
-    const report = (subject: string, bytes: Uint8Array, headers: MsgHdrs | undefined, storedAt: string) =>
-      void (this.pending = this.pending.then(() => this.hearReport({ subject, bytes, headers, storedAt, streamSequence: 0 })));
-    this.subs.push(this.nc.subscribe(REPORTS_SUBJECTS, { callback: (_, m) => report(m.subject, m.data, m.headers, new Date().toISOString()) }));
+    this.subs.push(this.nc.subscribe(REPORTS_SUBJECTS, { callback: (_, m) => this.hearReport({ subject: m.subject, bytes: m.data, headers: m.headers, storedAt: new Date().toISOString(), streamSequence: 0 }) }));
     this.subs.push(this.nc.subscribe(HEARTBEAT_SUBJECTS, { callback: (_, m) => this.hearBeat(m.subject, m.data) }));
     await this.nc.flush();
     const orNone = (p: Promise<Map<string, LatestMessage>>) => p.catch((err: { code?: number }) => (err.code === 10059 ? new Map<string, LatestMessage>() : Promise.reject(err)));
     const [reports, beats] = await Promise.all([orNone(latestPerSubject(this.nc, REPORTS_STREAM, REPORTS_SUBJECTS)), orNone(latestPerSubject(this.nc, HEARTBEATS_STREAM, HEARTBEAT_SUBJECTS))]);
     for (const m of beats.values()) if (!this.paused.has(nodeOf(m.subject))) this.hearBeat(m.subject, m.bytes);
-    for (const m of reports.values()) report(m.subject, m.bytes, m.headers, m.storedAt);
-    await this.pending;
+    for (const m of reports.values()) this.hearReport(m);
   }
 
   /** Nodes heard from since the last call, waiting up to `ms` for one if there are none yet. */
@@ -73,10 +74,29 @@ export class FleetListener {
       });
       this.wake = undefined;
     }
-    await this.pending;
     const news = this.news;
     this.news = new Set();
     return news;
+  }
+
+  /**
+   * Whether the node's newest report may be taken as its word: its signature checked once. One that fails
+   * is set aside (said in `untrusted`) until the node reports again.
+   */
+  async trusted(node: string): Promise<boolean> {
+    const report = this.reports.get(node);
+    const message = this.messages.get(node);
+    if (!report || !message) return false;
+    if (this.verified.get(node) === report.sequence) return true;
+    const verdict = await this.verify(node, message);
+    if (this.reports.get(node) !== report) return this.trusted(node);
+    if (verdict.verdict === 'failed') {
+      this.untrusted.push({ node, sequence: report.sequence, reason: verdict.reason });
+      this.reports.delete(node);
+      return false;
+    }
+    this.verified.set(node, report.sequence);
+    return true;
   }
 
   close(): void {
@@ -88,19 +108,15 @@ export class FleetListener {
     this.wake?.();
   }
 
-  /** A report newer than the one held (reports come in their host's order, but the catch-up read may come after a live one). */
-  private async hearReport(message: LatestMessage): Promise<void> {
+  /** A report newer than any heard of its node (reports come in their host's order, but the catch-up read may come after a live one). */
+  private hearReport(message: LatestMessage): void {
     const node = nodeOf(message.subject);
     if (!this.nodes.has(node)) return;
     const report = reportOf(parse(message.bytes));
-    if (!report || (this.reports.get(node)?.sequence ?? -1) >= report.sequence) return;
-    const verdict = await this.verify(node, message);
-    if (verdict.verdict === 'failed') {
-      this.untrusted.push({ node, sequence: report.sequence, reason: verdict.reason });
-      this.heard(node);
-      return;
-    }
+    if (!report || (this.newest.get(node) ?? -1) >= report.sequence) return;
+    this.newest.set(node, report.sequence);
     this.reports.set(node, report);
+    this.messages.set(node, message);
     this.heard(node);
   }
 

@@ -1,10 +1,10 @@
-import { decide, judge, type NodeProgress, type Rollout } from '../../fleet/rollout.js';
+import { decide, judge, type NodeProgress, type ReportHeard, type Rollout } from '../../fleet/rollout.js';
 import type { FleetListener } from '../../fleet/rollout-listen.js';
 import type { RolloutStore } from '../../fleet/rollout-store.js';
 import type { RolloutEvent } from '../../fleet/rollout-view.js';
 import { isRevisionConflict } from '../../link/revision.js';
 import { EXIT, refused } from '../../system/errors.js';
-import { readNodeRecords } from './numbering.js';
+import type { NodeRecord } from './numbering.js';
 import { sendCopies, type CopyContext, type SendLine } from './send-many.js';
 
 /** What drives a rollout: passed in, so the loop itself holds nothing of its own. */
@@ -12,6 +12,8 @@ export interface Driver {
   store: RolloutStore;
   copy: CopyContext;
   listener: FleetListener;
+  /** Every node's key and latest report as read when the rollout began or was resumed (a put whose key moved since reads it again). */
+  records: Map<string, NodeRecord>;
   emit(e: RolloutEvent): void;
   /** Called at least once a second while the rollout waits: the terminal's progress line. */
   progress(r: Rollout, elapsedMs: number): void;
@@ -68,7 +70,7 @@ export async function drive(d: Driver, start: Rollout, revision: number): Promis
         r = { ...r, nodes: sent };
         await save();
       } else if (decision.kind === 'wait') {
-        const settled = settle(d, r, decision.nodes);
+        const settled = await settle(d, r, decision.nodes);
         r = { ...r, nodes: settled.nodes };
         dirty ||= settled.changed;
         if (dirty && d.nowMs() - savedMs >= SETTLED_WRITE_MS) await save();
@@ -122,8 +124,7 @@ async function sendWave(d: Driver, r: Rollout, nodes: string[], saveNodes: (node
     before[n] = { ...before[n], phase: 'sending', ...(heard === undefined ? {} : { reportBefore: heard }) };
   }
   await saveNodes(before);
-  const records = await readNodeRecords(d.copy.nc);
-  const lines = await sendCopies(d.copy, nodes, records, (n) => before[n]?.again === true);
+  const lines = await sendCopies(d.copy, nodes, d.records, (n) => before[n]?.again === true);
   const after = { ...before };
   const now = d.nowMs();
   for (const line of lines) after[line.node] = sentAs(d, before[line.node]!, line, now);
@@ -140,16 +141,19 @@ function sentAs(d: Driver, p: NodeProgress, line: SendLine, now: number): NodePr
   return { ...rest, phase: 'sent', mark: line.mark, waitFromMs: now };
 }
 
-/** Every awaited node judged by what the listener holds now; what changed is said. */
-function settle(d: Driver, r: Rollout, waiting: string[]): { nodes: Record<string, NodeProgress>; changed: boolean } {
+/**
+ * Every awaited node judged by what the listener holds now; what changed is said. A report that would
+ * settle a node is taken only once its signature is checked.
+ */
+async function settle(d: Driver, r: Rollout, waiting: string[]): Promise<{ nodes: Record<string, NodeProgress>; changed: boolean }> {
   const nodes = { ...r.nodes };
   let changed = false;
-  for (const u of d.listener.untrusted.splice(0)) d.emit({ event: 'untrusted', ...u });
   for (const n of waiting) {
     const was = nodes[n]!;
-    const report = d.listener.reports.get(n);
     const paused = d.listener.paused.get(n);
-    const now = judge(was, { ...(report ? { report } : {}), ...(paused === undefined ? {} : { paused }) }, d.nowMs(), r.waitMs);
+    const heard = (report: ReportHeard | undefined) => judge(was, { ...(report ? { report } : {}), ...(paused === undefined ? {} : { paused }) }, d.nowMs(), r.waitMs);
+    let now = heard(d.listener.reports.get(n));
+    if (now.report !== undefined && now.phase !== was.phase && !(await d.listener.trusted(n))) now = heard(undefined);
     if (now.paused && !was.paused) d.emit({ event: 'paused', node: n, ...now.paused });
     if (!now.paused && was.paused && now.phase === 'sent') d.emit({ event: 'unpaused', node: n });
     if (now.phase !== was.phase) {
@@ -159,5 +163,6 @@ function settle(d: Driver, r: Rollout, waiting: string[]): { nodes: Record<strin
     if (now.paused?.since !== was.paused?.since) changed = true;
     nodes[n] = now;
   }
+  for (const u of d.listener.untrusted.splice(0)) d.emit({ event: 'untrusted', ...u });
   return { nodes, changed };
 }

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { digestOf } from '../../declaration/envelope.js';
 import { readDeclarationFile } from '../../declaration/load.js';
-import { HALT_REASONS, orderNodes, parseWaves, resumeNodes, splitWaves, type HaltReason, type Rollout } from '../../fleet/rollout.js';
+import { HALT_REASONS, orderNodes, parseWaves, resumeNodes, splitWaves, type HaltReason, type ReportHeard, type Rollout } from '../../fleet/rollout.js';
 import { FleetListener } from '../../fleet/rollout-listen.js';
 import { RolloutStore } from '../../fleet/rollout-store.js';
 import { describeEvent, progressLine, type RolloutEvent } from '../../fleet/rollout-view.js';
@@ -16,7 +16,7 @@ import { stringFlag, type CommandContext } from '../context.js';
 import { targetFlags } from '../target-flags.js';
 import { readSeed } from './keys.js';
 import { connectWire, countFlag } from './mesh.js';
-import { openDeclarations } from './numbering.js';
+import { openDeclarations, readNodeRecords, type NodeRecord } from './numbering.js';
 import { durationFlag } from './plan.js';
 import { drive, type Driver } from './rollout-run.js';
 import { fleetDeclaration, prepareFleetSend } from './send-many.js';
@@ -68,7 +68,7 @@ async function startRollout(ctx: CommandContext, seed: string): Promise<number> 
   const epochFlag = countFlag(ctx, 'epoch', 0);
   const nc = await connectWire(ctx);
   try {
-    const { nodes, kv, enrolments } = await prepareFleetSend(nc, choice, file, fields);
+    const { nodes, kv, records, enrolments } = await prepareFleetSend(nc, choice, file, fields);
     const waves = splitWaves(orderNodes(nodes), sizes, wavesText);
     if (typeof waves === 'string') throw usageError(waves);
     const store = await RolloutStore.open(nc);
@@ -92,7 +92,7 @@ async function startRollout(ctx: CommandContext, seed: string): Promise<number> 
       updatedAt: now.toISOString(),
     };
     const revision = await store.write(rollout, 0);
-    return await run(ctx, nc, { store, kv, seed, enrolments }, rollout, revision, 'started');
+    return await run(ctx, nc, { store, kv, records, seed, enrolments }, rollout, revision, 'started');
   } finally {
     await nc.close();
   }
@@ -112,8 +112,9 @@ async function resumeRollout(ctx: CommandContext, id: string, seed: string): Pro
       throw refused(`rollout ${id} is being driven by another meshctl (${rollout.owner!.host} pid ${rollout.owner!.pid}, its last write at ${rollout.owner!.beatAt}): nothing was done`, ['wait for it, or stop it with meshctl rollout --abort ' + id]);
     }
     await store.claim(id, Object.keys(rollout.nodes));
-    const [kv, enrolments] = [await openDeclarations(nc), readEnrolments(nc)];
-    return await run(ctx, nc, { store, kv, seed, enrolments }, rollout, revision, 'resumed');
+    const enrolments = readEnrolments(nc);
+    const [kv, records] = await Promise.all([openDeclarations(nc), readNodeRecords(nc)]);
+    return await run(ctx, nc, { store, kv, records, seed, enrolments }, rollout, revision, 'resumed');
   } finally {
     await nc.close();
   }
@@ -137,6 +138,8 @@ function ownerAlive(owner: Rollout['owner'], nowMs: number): boolean {
 interface Opened {
   store: RolloutStore;
   kv: Awaited<ReturnType<typeof openDeclarations>>;
+  /** What the mesh held for every node when the rollout began or was resumed: read once; a put that finds a key moved since reads that one again. */
+  records: Map<string, NodeRecord>;
   seed: string;
   enrolments: Promise<Enrolments>;
 }
@@ -149,7 +152,10 @@ async function run(ctx: CommandContext, nc: NatsConnection, o: Opened, rollout: 
   let r = rollout;
   if (r.status === 'halted') {
     const { halt: _, ...rest } = r;
-    r = { ...rest, status: 'running', nodes: resumeNodes(r, listener.reports, nowMs()) };
+    const settled = Object.entries(r.nodes).filter(([, p]) => p.phase === 'failed' || p.phase === 'refused').map(([n]) => n);
+    const trusted = new Map<string, ReportHeard>();
+    for (const n of settled) if (await listener.trusted(n)) trusted.set(n, listener.reports.get(n)!);
+    r = { ...rest, status: 'running', nodes: resumeNodes(r, trusted, nowMs()) };
   }
   const tty = !ctx.json && process.stdout.isTTY === true;
   let shown = false;
@@ -164,6 +170,7 @@ async function run(ctx: CommandContext, nc: NatsConnection, o: Opened, rollout: 
     store: o.store,
     copy: { nc, kv: o.kv, file: r.file, fields: r.declaration, seed: o.seed, epochFlag: r.epoch },
     listener,
+    records: o.records,
     emit,
     progress: (now, elapsedMs) => {
       if (!tty) return;
