@@ -36,7 +36,8 @@ function pauseOf(value: unknown): PauseSeen | null | undefined {
  * streams already hold, so no report falls between the two. A report's signature is checked as the
  * fleet view checks it when the rollout is about to take it as a node's word (`trusted`), not when it
  * is heard: most newest reports of a fleet at start are of older declarations and decide nothing. One
- * that fails is set aside and said, never taken as the node's.
+ * that fails is set aside and said, never taken as the node's. `nodes`: the nodes it keeps (all when not
+ * given: a rollout begins to listen while it is still choosing them).
  */
 export class FleetListener {
   readonly reports = new Map<string, ReportHeard>();
@@ -50,7 +51,7 @@ export class FleetListener {
   private wake: (() => void) | undefined;
   private subs: Subscription[] = [];
 
-  constructor(private readonly nc: NatsConnection, private readonly verify: ReportVerifier, private readonly nodes: Set<string>) {}
+  constructor(private readonly nc: NatsConnection, private readonly verify: ReportVerifier, private readonly nodes?: Set<string>) {}
 
   async start(): Promise<void> {
     this.subs.push(this.nc.subscribe(REPORTS_SUBJECTS, { callback: (_, m) => this.hearReport({ subject: m.subject, bytes: m.data, headers: m.headers, storedAt: new Date().toISOString(), streamSequence: 0 }) }));
@@ -111,7 +112,7 @@ export class FleetListener {
   /** A report newer than any heard of its node (reports come in their host's order, but the catch-up read may come after a live one). */
   private hearReport(message: LatestMessage): void {
     const node = nodeOf(message.subject);
-    if (!this.nodes.has(node)) return;
+    if (this.nodes && !this.nodes.has(node)) return;
     const report = reportOf(parse(message.bytes));
     if (!report || (this.newest.get(node) ?? -1) >= report.sequence) return;
     this.newest.set(node, report.sequence);
@@ -122,7 +123,7 @@ export class FleetListener {
 
   private hearBeat(subject: string, bytes: Uint8Array): void {
     const node = nodeOf(subject);
-    if (!this.nodes.has(node)) return;
+    if (this.nodes && !this.nodes.has(node)) return;
     const paused = pauseOf(parse(bytes));
     const before = this.paused.get(node);
     this.paused.set(node, paused ?? null);

@@ -68,10 +68,12 @@ async function startRollout(ctx: CommandContext, seed: string): Promise<number> 
   const epochFlag = countFlag(ctx, 'epoch', 0);
   const nc = await connectWire(ctx);
   try {
-    const { nodes, kv, records, enrolments } = await prepareFleetSend(nc, choice, file, fields);
+    // It listens, and opens its bucket, while it chooses the nodes and checks the declaration: no report is missed, and no round trip waits for another.
+    const enrolments = readEnrolments(nc);
+    const listener = new FleetListener(nc, fleetReportVerifier(enrolments));
+    const [{ nodes, kv, records }, store] = await Promise.all([prepareFleetSend(nc, choice, file, fields, enrolments), RolloutStore.open(nc), listener.start()]);
     const waves = splitWaves(orderNodes(nodes), sizes, wavesText);
     if (typeof waves === 'string') throw usageError(waves);
-    const store = await RolloutStore.open(nc);
     const now = ctx.clock.now();
     const id = newId(now);
     await store.claim(id, nodes);
@@ -92,7 +94,7 @@ async function startRollout(ctx: CommandContext, seed: string): Promise<number> 
       updatedAt: now.toISOString(),
     };
     const revision = await store.write(rollout, 0);
-    return await run(ctx, nc, { store, kv, records, seed, enrolments }, rollout, revision, 'started');
+    return await run(ctx, nc, { store, kv, records, seed, enrolments, listener }, rollout, revision, 'started');
   } finally {
     await nc.close();
   }
@@ -142,12 +144,14 @@ interface Opened {
   records: Map<string, NodeRecord>;
   seed: string;
   enrolments: Promise<Enrolments>;
+  /** Listening already (a new rollout begins to listen while it chooses its nodes). */
+  listener?: FleetListener;
 }
 
 /** Listens, takes a halted rollout up again where it stopped, and drives it with the terminal's display or JSON lines. */
 async function run(ctx: CommandContext, nc: NatsConnection, o: Opened, rollout: Rollout, revision: number, how: 'started' | 'resumed'): Promise<number> {
-  const listener = new FleetListener(nc, fleetReportVerifier(o.enrolments), new Set(Object.keys(rollout.nodes)));
-  await listener.start();
+  const listener = o.listener ?? new FleetListener(nc, fleetReportVerifier(o.enrolments), new Set(Object.keys(rollout.nodes)));
+  if (!o.listener) await listener.start();
   const nowMs = () => ctx.clock.now().getTime();
   let r = rollout;
   if (r.status === 'halted') {

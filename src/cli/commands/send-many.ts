@@ -81,8 +81,7 @@ export async function sendManyCommand(ctx: CommandContext, choice: TargetChoice,
  * key; a file naming a node only when it is the one target; every archive it names in the store; the
  * declaration as every host will check it. Any of these refuses the whole send.
  */
-export async function prepareFleetSend(nc: NatsConnection, choice: TargetChoice, file: string, fields: Record<string, unknown>): Promise<{ nodes: string[]; kv: KV; records: Map<string, NodeRecord>; enrolments: Promise<Enrolments> }> {
-  const enrolments = readEnrolments(nc);
+export async function prepareFleetSend(nc: NatsConnection, choice: TargetChoice, file: string, fields: Record<string, unknown>, enrolments = readEnrolments(nc)): Promise<{ nodes: string[]; kv: KV; records: Map<string, NodeRecord>; enrolments: Promise<Enrolments> }> {
   const [records, kv, missing] = await Promise.all([readNodeRecords(nc), openDeclarations(nc), archiveObjectProblems(nc, fields)]);
   const nodes = resolveTargets(choice, (await enrolments).enrolled());
   const named = fields.node;
