@@ -7,6 +7,7 @@ import { benchServices } from './services.js';
 import { benchLink } from './link.js';
 import { benchFleet } from './fleet.js';
 import { benchFleetPlan } from './fleet-plan.js';
+import { benchRollout } from './rollout.js';
 import { benchWatch } from './watch.js';
 import { benchWatchDaemon } from './watch-daemon.js';
 import { benchArchive } from './archive.js';
@@ -86,7 +87,7 @@ const parts: Array<{ name: string; sections: () => Promise<string[]>; alone?: bo
   { name: 'converge', sections: convergeSection },
   { name: 'services', sections: benchServices },
   { name: 'link', sections: benchLink },
-  { name: 'fleet', sections: async () => [...(await benchFleet()), '', ...(await benchFleetPlan())] },
+  { name: 'fleet', sections: async () => [...(await benchFleet()), '', ...(await benchFleetPlan()), '', ...(await benchRollout())] },
   { name: 'scale', sections: benchScale },
   { name: 'status', sections: benchStatus },
   { name: 'page', sections: benchPage },

@@ -46,6 +46,7 @@ export class SimHosts {
   private readonly sims = new Map<string, Sim>();
   private sub: Subscription | undefined;
   private beats: ReturnType<typeof setInterval> | undefined;
+  private applyMs = 0;
   private constructor(private readonly nc: NatsConnection) {}
 
   /** Makes `nodes`, `batch` at a time: a pinned key, a signed declaration, no report yet. */
@@ -91,9 +92,11 @@ export class SimHosts {
   /**
    * From now on every host hears the puts to its key on the wire a host listens on and answers each
    * delivery as its behaviour says (converged unless told otherwise), and beats every `intervalMs`.
-   * A paused one keeps the newest delivery and applies it on resume.
+   * A paused one keeps the newest delivery and applies it on resume. `applyMs`: how long each apply
+   * takes before its report (a benchmark's hosts' own time).
    */
-  async listen(intervalMs = 500): Promise<void> {
+  async listen(intervalMs = 500, applyMs = 0): Promise<void> {
+    this.applyMs = applyMs;
     this.sub ??= this.nc.subscribe(`$KV.${DECLARATIONS_BUCKET}.>`, { callback: (_, m) => void this.deliver(m.subject.slice(m.subject.lastIndexOf('.') + 1), m.data) });
     this.beats ??= setInterval(() => {
       for (const node of this.sims.keys()) this.beat(node, intervalMs);
@@ -156,6 +159,7 @@ export class SimHosts {
     const b = this.sim(node).behaviour;
     if (b === 'silent') return;
     if (b === 'hold') return void this.sim(node).held.push(delivery);
+    if (this.applyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.applyMs));
     await this.applied(node, delivery, b === 'converge' ? 'converged' : 'failed', b === 'converge' ? undefined : b.fail);
   }
 
