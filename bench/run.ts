@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { benchConverge, convergeNotes, convergeTable, CONVERGE_RUNS, type ConvergeFigures } from './converge.js';
 import { benchStartup } from './startup.js';
 import { benchServices } from './services.js';
+import { benchContainers } from './containers.js';
 import { benchLink } from './link.js';
 import { benchFleet } from './fleet.js';
 import { benchFleetPlan } from './fleet-plan.js';
@@ -52,7 +53,7 @@ const out = () => {
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, link, fleet, peers, watch, watch-daemon, scale, page, archive, release) runs one part and keeps the others;',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, containers, link, fleet, peers, watch, watch-daemon, scale, page, archive, release) runs one part and keeps the others;',
       'crash, fuzz and newcomer take many minutes and run only when named (`npm run fuzz` is `npm run bench -- fuzz`): a whole run keeps their sections.',
       '',
       `Machine: ${machine()}`,
@@ -86,6 +87,7 @@ const parts: Array<{ name: string; sections: () => Promise<string[]>; alone?: bo
   { name: 'startup', sections: benchStartup },
   { name: 'converge', sections: convergeSection },
   { name: 'services', sections: benchServices },
+  { name: 'containers', sections: benchContainers },
   { name: 'link', sections: benchLink },
   { name: 'fleet', sections: async () => [...(await benchFleet()), '', ...(await benchFleetPlan()), '', ...(await benchRollout())] },
   { name: 'scale', sections: benchScale },

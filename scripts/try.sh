@@ -3,8 +3,9 @@
 # sees on this machine, makes a mesh in operator mode with meshctl init and starts its nats-server, gives
 # a host its own key and credentials, enrols it by genesis on a scratch --root,
 # runs the daemon, puts an archive in the mesh's object store, sends a changed declaration that unpacks it
-# (and the same again), shows the reports, the host and the fleet, serves the fleet's page on loopback
-# and prints its address (a terminal keeps it up until Enter), and stops everything.
+# (and the same again), shows the reports, the host and the fleet, puts an image in the object store and
+# runs one container from it when an engine answers (says why not when none does), serves the fleet's
+# page on loopback and prints its address (a terminal keeps it up until Enter), and stops everything.
 # Nothing outside the scratch folder is touched; only processes started here are stopped, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -103,6 +104,30 @@ echo "== meshctl status example (the host asked)"
 echo
 echo "== meshctl status --select role=web (the fleet at a glance, the nodes labelled role=web: one line a node, worst first; exit 1 if any failed or is silent)"
 ./bin/meshctl status --select role=web --log-level warn
+echo
+echo "== a container, its image from the mesh's object store (no registry): an image archive made offline from busybox-static, put with meshctl put-image"
+node scripts/busybox-image.mjs "$scratch/busybox.tar"
+./bin/meshctl put-image "$scratch/busybox.tar" --name busybox-try.tar --log-level warn | tee "$scratch/put-image.out"
+# MESH_CONTAINER_SOCKET names an engine elsewhere (a podman system service in a container, say).
+socket=${MESH_CONTAINER_SOCKET:-$(node -e 'import("./dist/src/containers/socket.js").then(async (m) => { const r = await m.engineSocket(undefined); console.log("socket" in r ? r.socket : "") })')}
+if [ -z "$socket" ]; then
+  echo "no container shown: no container engine answers at /run/docker.sock or /run/podman/podman.sock on this machine (Docker, or podman's 'podman system service', serves the API a container is converged through; containerSocket in the host configuration names another)"
+else
+  # A one-shot apply beside the daemon (its own state directory), the image fetched over the host's link.
+  tail -n 1 "$scratch/put-image.out" | node -e '
+    const { image } = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    const [dir, socket] = process.argv.slice(1);
+    const config = { ...JSON.parse(require("fs").readFileSync(`${dir}/host.json`, "utf8")), containerSocket: socket };
+    require("fs").writeFileSync(`${dir}/container-host.json`, JSON.stringify(config));
+    const container = { type: "container", id: "try", name: "mesh-host-try", image, command: ["sh", "-c", "trap \"exit 0\" TERM; sleep 100000 & wait"], state: "running" };
+    for (const [name, resources] of [["container", [container]], ["no-container", []]])
+      require("fs").writeFileSync(`${dir}/${name}.json`, JSON.stringify({ version: 1, node: "example", mode: "converged", sequence: name === "container" ? 1 : 2, resources }));' "$scratch" "$socket"
+  cflags=(--root "$scratch/root" --state-dir "$scratch/state-container" --config "$scratch/container-host.json" --log-level warn)
+  echo "== mesh-host apply container.json (engine at $socket): the image loaded, the container created and started, looked at again"
+  ./bin/mesh-host apply "$scratch/container.json" "${cflags[@]}"
+  echo "== mesh-host apply no-container.json: the container is no longer declared, and goes"
+  ./bin/mesh-host apply "$scratch/no-container.json" "${cflags[@]}"
+fi
 echo
 page_port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
 echo "== meshctl serve --listen 127.0.0.1:$page_port (the fleet's live page, read-only, on loopback; its log: $scratch/serve.log)"

@@ -1,16 +1,17 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, copyFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { engineAnswers } from '../../src/containers/socket.js';
 import type { RunResult } from '../../src/system/runner.js';
+import { projectDir } from './cli.js';
 import { containerUnavailable, startSystemdContainer, type SystemdContainer } from './systemd-container.js';
 
 /**
  * A real container engine for the tests: podman's Docker-compatible API service, inside the systemd
  * container the suite boots (podman cannot run containers on this machine's own root), with its socket
  * in a scratch folder bound at the same path, so code running out here talks to it as to any engine.
- * Beside it, Debian's docker-registry on the container's loopback for pulls by digest, and a busybox
- * image made offline from busybox-static.
+ * Beside it, Debian's docker-registry on the container's loopback for pulls by digest, and busybox
+ * images made offline from busybox-static (scripts/busybox-image.mjs).
  */
 export interface Podman {
   container: SystemdContainer;
@@ -20,7 +21,7 @@ export interface Podman {
   socket: string;
   /** The registry as an image reference's host (`127.0.0.1:5000`), reachable by the engine. */
   registry: string;
-  /** A local image made from busybox-static (`localhost/busybox:base`), command `/bin/sh`. */
+  /** A local image made from busybox-static (`localhost/busybox:base`), command `/bin/sh`, PATH /bin. */
   baseImage: string;
   podman(args: string[], timeoutMs?: number): Promise<RunResult>;
   /** A new image of its own (its own id, a label says `variant`), pushed to the registry and gone from the engine: `REF@sha256:…`. */
@@ -46,18 +47,11 @@ export function podmanUnavailable(): string | undefined {
   return undefined;
 }
 
-/** A root holding busybox-static and a link for each of its applets, as a tar: an image's one layer. */
-function busyboxTar(scratch: string): string {
-  const root = join(scratch, 'busybox-root');
-  mkdirSync(join(root, 'bin'), { recursive: true });
-  mkdirSync(join(root, 'tmp'));
-  copyFileSync('/bin/busybox', join(root, 'bin/busybox'));
-  for (const applet of execFileSync('/bin/busybox', ['--list'], { encoding: 'utf8' }).split('\n')) {
-    if (applet && applet !== 'busybox') symlinkSync('busybox', join(root, 'bin', applet));
-  }
-  const tar = join(scratch, 'busybox.tar');
-  execFileSync('tar', ['-C', root, '-cf', tar, '.']);
-  return tar;
+/** An image archive made offline by the script try.sh uses, its own by its label (`variant=NAME`). */
+function busyboxImage(scratch: string, tag: string, variant?: string): string {
+  const out = join(scratch, `${tag.replace(/[^A-Za-z0-9]+/g, '-')}.tar`);
+  execFileSync(process.execPath, [join(projectDir, 'scripts/busybox-image.mjs'), out, tag, ...(variant ? [`variant=${variant}`] : [])]);
+  return out;
 }
 
 /**
@@ -77,20 +71,8 @@ function containersEtc(scratch: string): string {
 
 /** Asks the socket for `/_ping` until it answers OK, bounded. */
 async function answers(socket: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const req = request({ socketPath: socket, path: '/_ping', timeout: 2000 }, (res) => {
-        res.resume();
-        resolve(res.statusCode === 200);
-      });
-      req.on('error', () => resolve(false));
-      req.on('timeout', () => req.destroy());
-      req.end();
-    });
-    if (ok) return;
+  for (const deadline = Date.now() + timeoutMs; !(await engineAnswers(socket)); await new Promise((resolve) => setTimeout(resolve, 100))) {
     if (Date.now() > deadline) throw new Error(`the podman API at ${socket} did not answer within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
@@ -102,7 +84,6 @@ async function must(result: Promise<RunResult>, what: string): Promise<RunResult
 
 export async function startPodman(): Promise<Podman> {
   const scratch = mkdtempSync('/tmp/mesh-podman-');
-  const tar = busyboxTar(scratch);
   const etc = containersEtc(scratch);
   const container = await startSystemdContainer({
     binds: [scratch, `${etc}:/etc/containers`],
@@ -120,11 +101,11 @@ export async function startPodman(): Promise<Podman> {
     await must(container.exec('systemd-run', ['--unit=mesh-test-podman-api', 'podman', 'system', 'service', '--time=0', `unix://${socket}`]), 'starting podman system service');
     await must(container.exec('systemd-run', ['--unit=mesh-test-registry', 'docker-registry', 'serve', join(scratch, 'registry.yml')]), 'starting docker-registry');
     const baseImage = 'localhost/busybox:base';
-    await must(podman(['import', '--change', 'CMD ["/bin/sh"]', tar, baseImage]), 'podman import');
+    await must(podman(['load', '-i', busyboxImage(scratch, baseImage)]), 'podman load');
     await answers(socket, 30_000);
     const variant = async (name: string): Promise<string> => {
       const local = `localhost/busybox-${name}:latest`;
-      await must(podman(['import', '--change', 'CMD ["/bin/sh"]', '--change', `LABEL variant=${name}`, tar, local]), 'podman import');
+      await must(podman(['load', '-i', busyboxImage(scratch, local, name)]), 'podman load');
       return local;
     };
     return {
