@@ -8,6 +8,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * the real components it tests against. A file joins this list only if it needs none of them.
  */
 const UNIT = [
+  'test/containers/no-engine.test.ts',
   'test/containers/verdicts.test.ts',
   'test/declaration/**/*.test.ts',
   'test/lifecycle/**/*.test.ts',
