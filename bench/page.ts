@@ -220,7 +220,7 @@ function section(f: { navigations: Array<{ inPage: number; wall: number }>; run:
     `| serve's RSS: after reading the fleet / while pages load / during the reports | ${f.rss.max('start').toFixed(0)} MB / ${f.rss.max('navigations').toFixed(0)} MB / ${f.rss.max('live').toFixed(0)} MB | under 100 MB |`,
     `| serve's peak RSS (VmHWM) | ${f.rss.peak().toFixed(0)} MB | under 100 MB |`,
     '',
-    `- **The page of ${NODES} nodes is drawn ${fmt(median(inPage))} ms after navigation** (worst ${fmt(Math.max(...inPage))} ms; target under 1 s; ${met(Math.max(...inPage) < 1000)}): the shell, the bundled script, the event stream's snapshot of every row, one render.`,
+    `- **The page of ${NODES} nodes is drawn ${fmt(median(inPage))} ms after navigation** (worst ${fmt(Math.max(...inPage))} ms; target under 1 s: the median ${median(inPage) < 1000 ? 'meets' : 'misses'} it on this run, the worst ${Math.max(...inPage) < 1000 ? 'meets' : 'misses'} it): the shell, the bundled script, the event stream's snapshot of every row, one render.`,
     `- **At ${rate.toFixed(0)} reports a second, a row shows its report ${lag(50)} ms after it was published** (p99 ${lag(99)} ms, worst ${fmt(maxLag)} ms; target under 1 s; ${met(maxLag < 1000 && f.run.missing === 0)}). The server sends changed rows every 100 ms and the page draws once a frame, so half of that is the batching by design.`,
     `- **serve's resident memory stays at ${rssMax.toFixed(0)} MB at most** (target under 100 MB; ${met(rssMax < 100)}), sampled every 250 ms and the kernel's own peak.`,
   ];
