@@ -18,9 +18,9 @@ export default tseslint.config(
   {
     files: ['src/**/*.ts', 'machines/**/*.ts'],
     rules: {
-      'max-lines-per-function': ['warn', { max: 80 }],
-      'max-lines': ['warn', { max: 300 }],
+      'max-lines-per-function': ['error', { max: 80 }],
+      'max-lines': ['error', { max: 300 }],
     },
   },
-  { files: ['machines/lifecycle.ts'], rules: { 'max-lines': ['warn', { max: 450 }] } },
+  { files: ['machines/lifecycle.ts'], rules: { 'max-lines': ['error', { max: 450 }] } },
 );

@@ -47,7 +47,8 @@ async function isGzip(bytes: ArchiveBytes): Promise<boolean> {
 async function tarStream(bytes: ArchiveBytes): Promise<Readable> {
   const input = bytes.kind === 'bytes' ? Readable.from([bytes.bytes]) : createReadStream(bytes.path, { highWaterMark: 256 * 1024 });
   if (!(await isGzip(bytes))) return input;
-  return pipeline(input, createGunzip(), () => {}) as unknown as Readable;
+  // pipeline hands back its last stream, the gunzip: the tar reader reads it, and an error of either stream ends it.
+  return pipeline(input, createGunzip(), () => {});
 }
 
 /** node-tar's own words for a corrupt archive, cut like any value an archive controls. */
