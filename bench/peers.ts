@@ -59,17 +59,33 @@ function meshHost(dir: string, n: number): Tool {
   };
 }
 
-/** The bare-node floors: what Node alone costs to check these files and write the ones that differ. */
-function floor(dir: string, n: number, durable: boolean): Tool {
+/** The bare-node floors, by how they make the writes last. */
+export type FloorKind = 'plain' | 'durable' | 'syncfs';
+export const FLOOR_NAMES: Record<FloorKind, string> = {
+  plain: 'floor, plain (no fsync)',
+  durable: 'floor, durable (all at once)',
+  syncfs: 'floor, syncfs (reference)',
+};
+
+/**
+ * What Node alone costs to check these files and write the ones that differ. Plain writes in place,
+ * no fsync. Durable is the fastest durable discipline known here: every temporary file opened and
+ * written at once, all fsynced at once, closed, all renamed, then each directory fsynced once (a mode
+ * change is a chmod and an fsync of the file). Syncfs writes temporaries without fsync, renames them, and
+ * flushes the whole filesystem once (`sync -f`): as durable for these files, but it flushes everyone
+ * else's writes too, so it is a reference, not a discipline for a host.
+ */
+function floor(dir: string, n: number, kind: FloorKind): Tool {
   const root = join(dir, 'root');
   const list = join(dir, 'list.json');
   writeFileSync(list, JSON.stringify(Array.from({ length: n }, (_, i) => [join(root, pathOf('/srv/bench', i)), contentOf(i)])));
   const script = join(dir, 'floor.mjs');
-  writeFileSync(script, `import { lstatSync, readFileSync, writeFileSync, chmodSync, mkdirSync, openSync, fsyncSync, closeSync } from 'node:fs';
-import { open, rename, chmod } from 'node:fs/promises';
+  writeFileSync(script, `import { lstatSync, readFileSync, writeFileSync, chmodSync, mkdirSync, renameSync } from 'node:fs';
+import { open, rename } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
 import { dirname } from 'node:path';
 const files = JSON.parse(readFileSync(${JSON.stringify(list)}, 'utf8'));
-const durable = ${durable};
+const kind = ${JSON.stringify(kind)};
 const write = [];
 const mode = [];
 const dirs = new Set(files.map(([p]) => dirname(p)));
@@ -81,24 +97,23 @@ for (const [path, content] of files) {
   if (st.size !== bytes.length || !readFileSync(path).equals(bytes)) write.push([path, content]);
   else if ((st.mode & 0o7777) !== 0o640) mode.push(path);
 }
-if (!durable) {
+if (kind === 'plain') {
   for (const [path, content] of write) { writeFileSync(path, content, { mode: 0o640 }); chmodSync(path, 0o640); }
   for (const path of mode) chmodSync(path, 0o640);
+} else if (kind === 'syncfs') {
+  for (const [path, content] of write) { writeFileSync(path + '.tmp', content, { mode: 0o640, flag: 'wx' }); chmodSync(path + '.tmp', 0o640); renameSync(path + '.tmp', path); }
+  for (const path of mode) chmodSync(path, 0o640);
+  if (write.length + mode.length > 0) execFileSync('sync', ['-f', ${JSON.stringify(root)}]);
 } else {
-  // Temporaries written and fsynced concurrently, renamed, then each directory fsynced once.
-  let next = 0;
-  const lane = async () => {
-    while (next < write.length) {
-      const [path, content] = write[next++];
-      const h = await open(path + '.tmp', 'wx', 0o640);
-      await h.writeFile(content); await h.chmod(0o640); await h.sync(); await h.close();
-      await rename(path + '.tmp', path);
-    }
-  };
-  await Promise.all(Array.from({ length: 32 }, lane));
-  let m = 0;
-  const modeLane = async () => { while (m < mode.length) { const h = await open(mode[m++], 'r'); await h.chmod(0o640); await h.sync(); await h.close(); } };
-  await Promise.all(Array.from({ length: 32 }, modeLane));
+  const made = await Promise.all(write.map(async ([path, content]) => {
+    const h = await open(path + '.tmp', 'wx', 0o640);
+    await h.writeFile(content); await h.chmod(0o640);
+    return h;
+  }));
+  const moded = await Promise.all(mode.map(async (path) => { const h = await open(path, 'r'); await h.chmod(0o640); return h; }));
+  await Promise.all([...made, ...moded].map((h) => h.sync()));
+  await Promise.all([...made, ...moded].map((h) => h.close()));
+  await Promise.all(write.map(([path]) => rename(path + '.tmp', path)));
   const touched = new Set([...write.map(([p]) => dirname(p)), ...(write.length ? [dirname([...dirs][0])] : [])]);
   await Promise.all([...touched].map(async (d) => { const h = await open(d, 'r'); await h.sync(); await h.close(); }));
 }
@@ -106,7 +121,7 @@ if (!durable) {
   const reset = () => rmSync(root, { recursive: true, force: true });
   reset();
   return {
-    name: durable ? 'floor, durable (concurrent fsync)' : 'floor, plain (no fsync)',
+    name: FLOOR_NAMES[kind],
     real: (i) => join(root, pathOf('/srv/bench', i)),
     run: () => timed(process.execPath, [script]),
     reset,
@@ -207,8 +222,9 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
       };
       const all: Tool[] = [
         make('mesh', (d) => meshHost(d, n)),
-        make('plain', (d) => floor(d, n, false)),
-        make('durable', (d) => floor(d, n, true)),
+        make('plain', (d) => floor(d, n, 'plain')),
+        make('durable', (d) => floor(d, n, 'durable')),
+        make('syncfs', (d) => floor(d, n, 'syncfs')),
         ...(has('cf-agent') ? [make('cf', (d) => cfengine(d, n))] : []),
         ...(has('puppet') ? [make('puppet', (d) => puppet(d, n))] : []),
       ];
@@ -243,21 +259,24 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
       rmSync(base, { recursive: true, force: true });
     }
   }
-  const names = ['mesh-host', 'floor, plain (no fsync)', 'floor, durable (concurrent fsync)', 'CFEngine (in place, no fsync)', 'Puppet'];
-  rows.push(`| files, phase | ${names.join(' | ')} | mesh-host ÷ plain floor | mesh-host ÷ durable floor | mesh-host ÷ CFEngine |`, `| --- |${' ---: |'.repeat(names.length + 3)}`);
+  const [plain, durable, syncfs] = [FLOOR_NAMES.plain, FLOOR_NAMES.durable, FLOOR_NAMES.syncfs];
+  const names = ['mesh-host', plain, durable, syncfs, 'CFEngine (in place, no fsync)', 'Puppet'];
+  rows.push(`| files, phase | ${names.join(' | ')} | mesh-host ÷ plain floor | mesh-host ÷ durable floor | mesh-host ÷ syncfs | mesh-host ÷ CFEngine |`, `| --- |${' ---: |'.repeat(names.length + 4)}`);
   for (const [key, row] of Object.entries(figures)) {
     const [n, phase] = key.split('|');
     const cell = (name: string) => (row[name] === undefined ? '—' : `${fmt(row[name]!)} ms`);
     const ratio = (a: string, b: string) => (row[a] !== undefined && row[b] !== undefined ? `${(row[a]! / row[b]!).toFixed(2)}×` : '—');
-    rows.push(`| ${Number(n).toLocaleString('en')} ${phase} | ${names.map(cell).join(' | ')} | ${ratio('mesh-host', 'floor, plain (no fsync)')} | ${ratio('mesh-host', 'floor, durable (concurrent fsync)')} | ${ratio('mesh-host', 'CFEngine (in place, no fsync)')} |`);
+    rows.push(`| ${Number(n).toLocaleString('en')} ${phase} | ${names.map(cell).join(' | ')} | ${ratio('mesh-host', plain)} | ${ratio('mesh-host', durable)} | ${ratio('mesh-host', syncfs)} | ${ratio('mesh-host', 'CFEngine (in place, no fsync)')} |`);
   }
   out.push(
     '## Peers: the same files with mesh-host, bare-node floors, CFEngine and Puppet',
     '',
     `Whole processes, interleaved, each tool on its own copy of the same tree (N files of 1 KiB in ${DIRS} directories, mode 0640); every`,
     'run is checked file by file. Phases: first converge (empty tree), no-op, drift (20% of the files in content, 10% in mode). Medians of',
-    `${options.sizes.map((n) => `${options.rounds(n)} rounds at ${n.toLocaleString('en')} files`).join(', ')} (Puppet: ${options.puppetRounds}). The plain floor writes in place without fsync; the durable floor writes temporaries`,
-    'fsynced concurrently (32 in flight), renames them, and fsyncs each directory once. CFEngine writes in place without fsync. CFEngine and',
+    `${options.sizes.map((n) => `${options.rounds(n)} rounds at ${n.toLocaleString('en')} files`).join(', ')} (Puppet: ${options.puppetRounds}). The plain floor writes in place without fsync; the durable floor opens and writes`,
+    'every temporary at once, fsyncs them all at once, renames them all, then fsyncs each directory once (the fastest durable discipline known',
+    'here); the syncfs floor renames unsynced temporaries and flushes the whole filesystem once (`sync -f`), a reference a host cannot use',
+    "since it flushes every other process's writes too. CFEngine writes in place without fsync. CFEngine and",
     'Puppet keep their state under the scratch directory (`cf-agent -w`, `puppet apply --confdir/--vardir/…`).',
     ...(missing.length > 0 ? ['', `Not installed here, so not measured: ${missing.join(', ')} (\`scripts/setup.sh --peers\` installs them).`] : []),
     '',
