@@ -3,7 +3,7 @@ import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, sym
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fmt, median } from './stats.js';
+import { fmt, loadAverage, median } from './stats.js';
 
 const project = fileURLToPath(new URL('../../', import.meta.url));
 const DIRS = 10;
@@ -210,6 +210,7 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
   const rows: string[] = [];
   const figures: Record<string, Record<string, number>> = {};
   const missing: string[] = [];
+  const loadBefore = loadAverage();
   if (!has('cf-agent')) missing.push('CFEngine (cf-agent)');
   if (!has('puppet')) missing.push('Puppet');
   for (const n of options.sizes) {
@@ -278,6 +279,7 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
     'here); the syncfs floor renames unsynced temporaries and flushes the whole filesystem once (`sync -f`), a reference a host cannot use',
     "since it flushes every other process's writes too. CFEngine writes in place without fsync. CFEngine and",
     'Puppet keep their state under the scratch directory (`cf-agent -w`, `puppet apply --confdir/--vardir/…`).',
+    `Load average ${loadBefore} when the run began, ${loadAverage()} when it ended.`,
     ...(missing.length > 0 ? ['', `Not installed here, so not measured: ${missing.join(', ')} (\`scripts/setup.sh --peers\` installs them).`] : []),
     '',
     ...rows,
