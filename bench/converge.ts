@@ -103,6 +103,7 @@ async function reconcileNoops(files: number, dirs: number, runs: number): Promis
       kept,
       outbox,
       env: (s: Store) => benchEnv(root, stateDir, s, { outbox }),
+      clock: systemClock,
     };
     const reconcile = async () => {
       await runWork(deps, store, { kind: 'reconcile' });

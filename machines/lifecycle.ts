@@ -1,107 +1,10 @@
-import { assign, fromCallback, fromPromise, raise, setup, type ActorRefFrom } from 'xstate';
+import { assign, fromCallback, fromPromise, not, raise, setup, type ActorRefFrom } from 'xstate';
 import { markOf, orderConflict, type HeldMark, type Mark } from '../src/declaration/order.js';
+import type { PauseOrder } from './pause.js';
+import type { Delivery, Ending, LifecycleContext, LifecycleEvent, LifecycleInput, LoadedStore, Mode, Pending, Refused, ReportRef, Work, WorkerOutput } from './lifecycle-types.js';
 
-export type Mode = 'adopted' | 'converged';
-export type Ending = 'stop' | 'standAside' | 'move';
-
-/** A delivery the intake checked: its mark, and which revision of the node's key it was. No bytes: once kept, the worker applies the kept declaration. */
-export interface Delivery extends Mark {
-  revision?: number;
-}
-
-/** A delivery refused before anything was kept: the worker reports it, in its turn, like any other work. */
-export interface Refused {
-  /** Why, as a kind (`stale` for the order rule; the intake's own, `forged` say, for what did not verify). */
-  kind: 'stale' | 'forged' | 'wrong-node' | 'invalid' | 'unsupported' | 'mode' | 'state' | 'unappliable';
-  message: string;
-  /** The delivery, when the machine ordered it and refused it. */
-  delivery?: Delivery;
-}
-
-/** A value of the node's key: which revision, holding what. */
-export type KeyValue = { revision: number; digest: string };
-
-/**
- * The one pending slot: a delivery, or a reconcile of the kept declaration. A reconcile asked for by a
- * watcher carries what it found, to be said in the report.
- */
-export type Pending = { kind: 'delivery'; delivery: Delivery } | { kind: 'reconcile'; found?: string[] };
-
-/** What the worker takes: the pending apply, or the refusals waiting to be reported (taken first). */
-export type Work = Pending | { kind: 'refusals'; refused: Refused[] };
-
-/** A report made (by the worker or a command run by hand), waiting in the outbox. */
-export type ReportRef = { sequence: number };
-
-export interface WorkerOutput {
-  /** Every report waiting in the outbox when the worker finished, its own included (none for a silent reconcile). */
-  reports?: ReportRef[];
-  /** The mode recorded after the apply. */
-  mode?: Mode;
-  /** The last applied declaration as the store records it after the apply. */
-  applied?: Mark;
-}
-
-export interface LoadedStore {
-  enrolled: boolean;
-  mode?: Mode;
-  /** Reports made before and not yet acknowledged, oldest first. */
-  outbox: ReportRef[];
-  /** The last applied declaration, as the store records it. */
-  applied?: Mark;
-  /** The kept declaration, when there is one and it opens. */
-  kept?: Mark;
-  /** The value of the node's key this host last took (kept, or applied by genesis), as its hint says. */
-  keyValue?: KeyValue;
-}
-
-/** What the host was started with. */
-export interface LifecycleInput {
-  /** A genesis bundle to enrol with when the store says the machine is not enrolled (opaque here). */
-  bundle?: unknown;
-}
-
-export interface LifecycleContext {
-  pending?: Pending;
-  /** Refusals waiting for the worker to report them, in the order they were decided. */
-  refused: Refused[];
-  inFlight?: Work;
-  /** The newest declaration applied, and the newest kept: deliveries are ordered against them and the queue. */
-  applied?: Mark;
-  kept?: Mark;
-  /** The value of the node's key this host last took: read again, it is not a new delivery. */
-  keyValue?: KeyValue;
-  ending?: Ending;
-  /** Reports waiting, in sequence order, each once. */
-  outbox: ReportRef[];
-  /** The newest report the mesh acknowledged: a report at or below it was sent already. */
-  sentThrough: number;
-  mode?: Mode;
-  /** The genesis bundle not yet tried. */
-  bundle?: unknown;
-  /** Why the host could not start, when it could not. */
-  failure?: string;
-  /** The apply in flight outlasted the grace and was left running when the host ended. */
-  abandoned?: boolean;
-}
-
-export type LifecycleEvent =
-  | { type: 'DELIVERY'; delivery: Delivery }
-  /** A value of the key the intake could not take (a signature that does not verify, another node's). */
-  | { type: 'REFUSED'; refused: Refused }
-  | { type: 'RECONCILE_TICK' }
-  /** A watcher saw a unit leave running or an owned path change, between applies. */
-  | { type: 'DRIFT_FOUND'; found: string[] }
-  | { type: 'LINK_UP' }
-  | { type: 'LINK_DOWN' }
-  | { type: 'STOP' }
-  | { type: 'STAND_ASIDE' }
-  | { type: 'MOVE' }
-  | { type: 'RESUME' }
-  | { type: 'END_REQUESTED' }
-  | { type: 'MODE_IS'; mode: Mode }
-  /** A report made outside the worker (a command run by hand), waiting in the outbox. */
-  | { type: 'REPORT_MADE'; report: ReportRef };
+export type { Pause, PauseOrder } from './pause.js';
+export type * from './lifecycle-types.js';
 
 /** Between applies, the stop waits this long for the apply in flight, then quiesces anyway. */
 export const APPLY_GRACE_MS = 60_000;
@@ -109,6 +12,20 @@ export const APPLY_GRACE_MS = 60_000;
 export const ENROLMENT_RECHECK_MS = 5_000;
 /** A report the mesh did not acknowledge is sent again after this long. */
 export const REPORT_RETRY_MS = 1_000;
+
+/**
+ * Work given back by a worker that found the host paused, with what became pending meanwhile: a newer
+ * delivery stays; else the delivery given back; else one reconcile with everything found.
+ */
+function givenBack(pending: Pending | undefined, back: Work | undefined): Pending | undefined {
+  if (back === undefined || back.kind === 'refusals' || pending?.kind === 'delivery') return pending;
+  if (back.kind === 'delivery' || pending === undefined) return back;
+  const found = [...(back.found ?? []), ...(pending.found ?? []).filter((f) => !back.found?.includes(f))];
+  return { kind: 'reconcile', ...(found.length > 0 ? { found } : {}) };
+}
+
+/** The pause set in the context, from an order (the store's, a command's, a worker's). */
+const pauseFrom = (order: PauseOrder) => ({ pause: order.pause, pauseEndsInMs: order.endsInMs });
 
 /** A delivery as the worker will apply it, when it is one. */
 const deliveryOf = (p: Work | undefined): Delivery | undefined => (p?.kind === 'delivery' ? p.delivery : undefined);
@@ -171,6 +88,8 @@ export const lifecycleMachine = setup({
     link: fromCallback(() => () => {}),
     /** Sends RECONCILE_TICK every interval. It only enqueues. */
     reconcileTimer: fromCallback(() => () => {}),
+    /** Watches the store's pause and sends PAUSE and UNPAUSE when a command run by hand changes it. */
+    pauseWatch: fromCallback(() => () => {}),
     /** Watches the outbox and sends REPORT_MADE for a report made outside this host's worker. */
     outboxWatch: fromCallback(() => () => {}),
     /**
@@ -199,7 +118,11 @@ export const lifecycleMachine = setup({
     enrolled: (_, params: { loaded: LoadedStore }) => params.loaded.enrolled,
     ending: ({ context }) => context.ending !== undefined,
     hasBundle: ({ context }) => context.bundle !== undefined,
-    hasWork: ({ context }) => context.pending !== undefined || context.refused.length > 0,
+    /** Refusals are reported even while paused; an apply waits for the pause to end. */
+    hasWork: ({ context }) => (context.pending !== undefined && context.pause === undefined) || context.refused.length > 0,
+    paused: ({ context }) => context.pause !== undefined,
+    pausedUntil: ({ context }) => context.pause !== undefined && context.pauseEndsInMs !== undefined,
+    workerFoundPause: (_, params: { output: WorkerOutput }) => params.output.paused !== undefined,
     hasReports: ({ context }) => context.outbox.length > 0,
     isConverged: ({ context }) => context.mode === 'converged',
     modeConverged: (_, params: { mode: Mode }) => params.mode === 'converged',
@@ -247,6 +170,16 @@ export const lifecycleMachine = setup({
       applied: params.output.applied ?? context.applied,
     })),
     failApply: assign({ inFlight: () => undefined }),
+    /** The worker found the store paused: nothing was applied, the work waits again; the pause holds from now. */
+    giveBack: assign(({ context }, params: { output: WorkerOutput }) => ({
+      inFlight: undefined,
+      pending: givenBack(context.pending, context.inFlight),
+      outbox: withReports(context, params.output.reports ?? []),
+      ...pauseFrom(params.output.paused!),
+    })),
+    raisePause: raise((_, params: { output: WorkerOutput }) => ({ type: 'PAUSE' as const, ...params.output.paused! })),
+    pause: assign((_, params: PauseOrder) => pauseFrom(params)),
+    unpause: assign({ pause: () => undefined, pauseEndsInMs: () => undefined }),
     sayMode: raise(({ context }) => ({ type: 'MODE_IS' as const, mode: context.mode ?? 'adopted' })),
     sent: assign(({ context }) => ({ outbox: context.outbox.slice(1), sentThrough: Math.max(context.sentThrough, context.outbox[0]?.sequence ?? 0) })),
     queueReport: assign(({ context }, params: { report: ReportRef }) => ({ outbox: withReports(context, [params.report]) })),
@@ -255,9 +188,9 @@ export const lifecycleMachine = setup({
     requestMove: assign({ ending: ({ context }) => context.ending ?? ('move' as const) }),
     raiseEnd: raise({ type: 'END_REQUESTED' as const }),
     loaded: assign((_, params: { loaded: LoadedStore }) => {
-      const { mode, outbox, applied, kept, keyValue } = params.loaded;
+      const { mode, outbox, applied, kept, keyValue, paused } = params.loaded;
       // What the outbox holds on disk is what waits: the acknowledged mark starts again below it.
-      return { mode, outbox, applied, kept, keyValue, sentThrough: 0 };
+      return { mode, outbox, applied, kept, keyValue, sentThrough: 0, ...(paused ? pauseFrom(paused) : { pause: undefined, pauseEndsInMs: undefined }) };
     }),
     failedToStart: assign({ failure: (_, params: { error: unknown }) => String(params.error) }),
     bundleTried: assign({ bundle: () => undefined }),
@@ -268,6 +201,8 @@ export const lifecycleMachine = setup({
     applyGrace: APPLY_GRACE_MS,
     enrolmentRecheck: ENROLMENT_RECHECK_MS,
     reportRetry: REPORT_RETRY_MS,
+    /** A pause with an end: as long as it had left when it was told (by the teller's clock). */
+    pauseEnds: ({ context }) => Math.max(0, context.pauseEndsInMs ?? 0),
   },
 }).createMachine({
   id: 'host',
@@ -345,7 +280,8 @@ export const lifecycleMachine = setup({
           },
         ],
         REFUSED: { actions: { type: 'queueRefusal', params: ({ event }) => ({ refused: event.refused }) } },
-        RECONCILE_TICK: { actions: 'enqueueReconcile' },
+        // A paused host skips the timer's reconciles; what its watchers find waits for the resume.
+        RECONCILE_TICK: { guard: not('paused'), actions: 'enqueueReconcile' },
         DRIFT_FOUND: { actions: { type: 'enqueueFound', params: ({ event }) => ({ found: event.found }) } },
         REPORT_MADE: { actions: { type: 'queueReport', params: ({ event }) => ({ report: event.report }) } },
       },
@@ -387,7 +323,14 @@ export const lifecycleMachine = setup({
                 id: 'applyWorker',
                 src: 'applyWorker',
                 input: ({ context }) => context.inFlight!,
-                onDone: { target: 'idle', actions: [{ type: 'finishApply', params: ({ event }) => ({ output: event.output }) }, 'sayMode'] },
+                onDone: [
+                  {
+                    guard: { type: 'workerFoundPause', params: ({ event }) => ({ output: event.output }) },
+                    target: 'idle',
+                    actions: [{ type: 'giveBack', params: ({ event }) => ({ output: event.output }) }, { type: 'raisePause', params: ({ event }) => ({ output: event.output }) }],
+                  },
+                  { target: 'idle', actions: [{ type: 'finishApply', params: ({ event }) => ({ output: event.output }) }, 'sayMode'] },
+                ],
                 onError: { target: 'idle', actions: 'failApply' },
               },
               initial: 'running',
@@ -400,6 +343,22 @@ export const lifecycleMachine = setup({
                 draining: { after: { applyGrace: { target: '#host.quiescing', actions: 'abandonApply' } } },
               },
             },
+          },
+        },
+        pause: {
+          // Paused by hand: the worker takes no apply (an apply running goes to its end first), ticks are
+          // skipped, deliveries are kept, the newest wins; at the end, what waits is applied at once.
+          invoke: { id: 'pauseWatch', src: 'pauseWatch' },
+          initial: 'reading',
+          on: {
+            PAUSE: { target: '.reading', actions: { type: 'pause', params: ({ event }) => ({ pause: event.pause, endsInMs: event.endsInMs }) } },
+            UNPAUSE: { target: '.unpaused', actions: 'unpause' },
+          },
+          states: {
+            reading: { always: [{ guard: 'pausedUntil', target: 'pausedUntil' }, { guard: 'paused', target: 'paused' }, { target: 'unpaused' }] },
+            unpaused: {},
+            paused: {},
+            pausedUntil: { after: { pauseEnds: { target: 'unpaused', actions: 'unpause' } } },
           },
         },
         outbox: {

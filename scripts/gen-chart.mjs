@@ -37,6 +37,12 @@ The machine has ${json.states.length} state nodes and ${json.transitions.length}
   (newest wins; a tick never displaces a delivery). Only \`worker.applying\` applies.
 - The **outbox** region also watches the outbox folder: a report made by a command run by hand while the
   host serves is sent in sequence order, once, like the host's own.
+- The **pause** region follows \`mesh-host pause\` and \`resume\` (a watch of the store's head tells it;
+  a start reads it from the store). While **paused** (or **pausedUntil**, which ends by itself after
+  \`--for\`), the worker takes no apply: deliveries are kept and fill the slot (newest wins), ticks are
+  skipped, findings wait, refusals are still reported. A pause that comes while an apply runs lets it end;
+  a worker that finds the store paused under the lock gives its work back. On **UNPAUSE**, or at the end,
+  what waits is applied at once.
 - **STOP**, **STAND_ASIDE** and **MOVE** all end between applies: an idle worker goes straight to
   **quiescing**; an applying one goes to \`applying.draining\` and waits for its apply (never cancelled),
   for at most the grace of 60 s. After the grace the host quiesces anyway and *stops*, whatever ending

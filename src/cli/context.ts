@@ -2,6 +2,7 @@ import type { Flags } from './args.js';
 import type { CommandRunner } from '../system/runner.js';
 import type { Clock } from '../system/clock.js';
 import type { Logger } from '../system/log.js';
+import { usageError } from '../system/errors.js';
 
 export { DEFAULT_CONFIG, DEFAULT_STATE_DIR } from '../system/layout.js';
 
@@ -25,4 +26,15 @@ export function stringFlag(flags: Flags, name: string): string | undefined {
 /** Prints a document: JSON under --json, the readable form otherwise. */
 export function output(ctx: CommandContext, value: unknown, readable: () => string): void {
   ctx.print(ctx.json ? JSON.stringify(value, null, 2) : readable());
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `--timeout 10s` (also `500ms`, `2m`, `4h`, `1d`, or plain seconds) in milliseconds. */
+export function durationFlag(ctx: CommandContext, name: string, fallbackMs: number): number {
+  const text = stringFlag(ctx.flags, name);
+  if (text === undefined) return fallbackMs;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(text);
+  if (!m || Number(m[1]) <= 0) throw usageError(`--${name} ${text}: a duration such as 10s, 500ms, 2m, 4h or 1d`);
+  return Number(m[1]) * UNIT_MS[m[2] ?? 's']!;
 }

@@ -12,7 +12,7 @@ export function hostPaths(ctx: CommandContext): HostPaths {
   };
 }
 
-/** Runs a command against the host opened under its lock. */
-export function withHost<T>(ctx: CommandContext, command: string, run: (host: OpenHost) => Promise<T>): Promise<T> {
-  return openHost(hostPaths(ctx), ctx, command, run);
+/** Runs a command against the host opened under its lock (waiting for it as long as the configuration says, unless told). */
+export function withHost<T>(ctx: CommandContext, command: string, run: (host: OpenHost) => Promise<T>, options: { lockTimeoutMs?: number } = {}): Promise<T> {
+  return openHost(hostPaths(ctx), ctx, command, run, options);
 }

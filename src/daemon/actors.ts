@@ -1,5 +1,6 @@
 import { fromCallback, fromPromise } from 'xstate';
 import type { Delivery, Ending, lifecycleMachine, LoadedStore, ReportRef, Work, WorkerOutput } from '../../machines/lifecycle.js';
+import { pauseOrderAt } from '../../machines/pause.js';
 import { loadConfig } from '../config/config.js';
 import { readDeclarationFile } from '../declaration/load.js';
 import { markOf } from '../declaration/order.js';
@@ -12,6 +13,7 @@ import { REPORT_HEADROOM } from '../report/outbox.js';
 import { refused } from '../system/errors.js';
 import { letGo } from '../system/yielder.js';
 import { watchOutbox } from './outbox-watch.js';
+import { watchPause } from './pause-watch.js';
 import type { DaemonParts, GenesisOrder } from './parts.js';
 import { startWatching } from './watching.js';
 import { runWork, waitingReports } from './worker.js';
@@ -36,6 +38,7 @@ export function daemonImplementations(parts: DaemonParts): Implementations {
       reconcileTimer: reconcileTimer(parts),
       outboxWatch: fromCallback(({ sendBack }) => watchOutbox(parts.options.paths.stateDir, parts.outbox, parts.options.clock, parts.options.log, (report) => sendBack({ type: 'REPORT_MADE', report }))),
       watchers: watchersActor(parts),
+      pauseWatch: pauseWatchActor(parts),
       applyWorker: applyWorker(parts),
       reportSender: reportSender(parts),
       quiesce: fromPromise<void, { ending: Ending }>(async ({ input }) => {
@@ -62,7 +65,8 @@ function loadStoreActor(parts: DaemonParts) {
     parts.settings?.settle(config);
     parts.store.reopen();
     return parts.store.run('start', async (s) => {
-      const { mode, lastApplied, genesisDigest } = s.state;
+      const { mode, lastApplied, genesisDigest, pause } = s.state;
+      const paused = pauseOrderAt(pause, parts.options.clock.now().getTime());
       const kept = await parts.kept.mark(config);
       const keyValue = parts.kept.revision();
       return {
@@ -72,6 +76,7 @@ function loadStoreActor(parts: DaemonParts) {
         ...(lastApplied ? { applied: markOf(lastApplied) } : {}),
         ...(kept ? { kept } : {}),
         ...(keyValue ? { keyValue } : {}),
+        ...(paused ? { paused } : {}),
       };
     });
   });
@@ -150,6 +155,21 @@ function watchersActor(parts: DaemonParts) {
   );
 }
 
+/** The pause a command run by hand saved or removed, told to the lifecycle, and to the mesh by a heartbeat at once. */
+function pauseWatchActor(parts: DaemonParts) {
+  return fromCallback(({ sendBack }) => {
+    const { paths, clock, log } = parts.options;
+    let told = false;
+    return watchPause(paths.stateDir, () => parts.store.peek().head, clock, log, (order) => {
+      if (order) log.info({ paused: order.pause }, 'the host is paused: it applies nothing until it is resumed');
+      else if (told) log.info('the pause ended: what waits is applied now');
+      sendBack(order ? { type: 'PAUSE', ...order } : { type: 'UNPAUSE' });
+      if (told) parts.link.beatNow();
+      told = true;
+    });
+  });
+}
+
 /** The one writer: each piece of work the machine hands it, under the lock. */
 function applyWorker(parts: DaemonParts) {
   return fromPromise<WorkerOutput, Work>(async ({ input }) => {
@@ -161,8 +181,8 @@ function applyWorker(parts: DaemonParts) {
       .run(input.kind === 'refusals' ? 'refusal' : 'apply', async (s) => {
         // How many resources the apply goes through: what the store holds, or the kept declaration, if more.
         parts.fitHeap(Math.max(parts.kept.resourcesKept(), Object.keys(s.state.records).length));
-        const out = await runWork({ config: () => parts.now.config, kept: parts.kept, outbox: parts.outbox, env: parts.env }, s, input);
-        if (input.kind !== 'refusals') parts.metrics.applied(input.kind, s.state.lastOutcome?.outcome ?? 'converged', (clock.monotonic() - started) / 1000);
+        const out = await runWork({ config: () => parts.now.config, kept: parts.kept, outbox: parts.outbox, env: parts.env, clock }, s, input);
+        if (input.kind !== 'refusals' && !out.paused) parts.metrics.applied(input.kind, s.state.lastOutcome?.outcome ?? 'converged', (clock.monotonic() - started) / 1000);
         return out;
       })
       .catch((err: Error) => {

@@ -18,7 +18,9 @@ const SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGUSR1', 'SIGUSR2', 'S
 export async function runDaemon(options: DaemonOptions): Promise<{ code: number; output: unknown }> {
   const { log } = options;
   const parts = await daemonParts(options);
-  const actor = createActor(lifecycleMachine.provide(daemonImplementations(parts)), { input: options.genesis ? { bundle: options.genesis } : {} });
+  // The machine's delays (the grace, the retries, a pause's end) run on the daemon's clock.
+  const clock = { setTimeout: (fn: () => void, ms: number) => options.clock.after(ms, fn), clearTimeout: (cancel: () => void) => cancel() };
+  const actor = createActor(lifecycleMachine.provide(daemonImplementations(parts)), { clock, input: options.genesis ? { bundle: options.genesis } : {} });
   parts.bind(actor);
   const detach = attachAround(actor, parts);
   // Every daemon runs commands sooner or later (the links a report carries, an inventory's probes):

@@ -3,7 +3,6 @@ import type { HostEnv } from '../apply/apply.js';
 import type { FailedTrial, HostEvent, LauncherCommand, PipeEnd } from '../release/pipe.js';
 import { reportFailedTrial } from '../release/trial-report.js';
 import type { Logger } from '../system/log.js';
-import { statusOf } from './status.js';
 import type { SavedHead } from '../store/peek.js';
 
 /** What the daemon is given when `mesh-host launch` started it. */
@@ -47,7 +46,7 @@ export function attachLauncher(actor: LifecycleActor, deps: LauncherSeamDeps): (
   let lastOutcomeAt: string | undefined = outcomeOf()?.at;
 
   function outcomeOf() {
-    return statusOf(deps.head(), deps.node(), null).lastOutcome as { outcome: 'converged' | 'failed' | 'refused'; at: string; reportSequence?: number; message?: string } | null;
+    return (deps.head()?.lastOutcome ?? null) as { outcome: 'converged' | 'failed' | 'refused'; at: string; reportSequence?: number; message?: string } | null;
   }
 
   function reportFailed(): void {

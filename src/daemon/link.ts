@@ -51,6 +51,11 @@ export class DaemonLink {
     return { sent: true, duplicate, bytes: bytes.length };
   }
 
+  /** A heartbeat now, besides the timer's (the pause changed): nothing when the link is down. */
+  beatNow(): void {
+    this.session?.beatNow();
+  }
+
   /** The live connection, for what reads over the link besides declarations (archives). */
   get connection(): NatsConnection | undefined {
     return this.session?.connection;

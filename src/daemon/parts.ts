@@ -79,7 +79,7 @@ export async function daemonParts(options: DaemonOptions): Promise<DaemonParts> 
   const startedAt = clock.monotonic();
   let actor: LifecycleActor | undefined;
   const lifecycle = { send: (event: LifecycleEvent) => actor?.send(event), state: () => actor?.getSnapshot().value };
-  const status = () => statusOf(store.peek().head, now.config.node, lifecycle.state());
+  const status = () => statusOf(store.peek().head, now.config.node, lifecycle.state(), clock.now().getTime());
   const metrics = await startDaemonMetrics(config, { outboxWaiting: () => outbox.pending().length, lastReport: lastReportOf(store, clock), refusals: () => store.peek().head?.refusals ?? {}, linkUp: () => now.linkUp, now: () => clock.now().getTime() }, log);
   const intake = new DeliveryIntake({
     config: () => now.config,

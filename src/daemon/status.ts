@@ -1,9 +1,10 @@
+import { pauseAt, type Pause } from '../../machines/pause.js';
 import { keptFoundFirewalls } from '../firewall/kept.js';
 import type { StoreState } from '../store/state.js';
 import type { SavedHead } from '../store/peek.js';
 
 /** What `meshctl status` is answered: the store's head as saved (read without the lock: it is renamed whole), and the lifecycle's state. */
-export function statusOf(saved: SavedHead | undefined, node: string, lifecycleState: unknown) {
+export function statusOf(saved: SavedHead | undefined, node: string, lifecycleState: unknown, nowMs: number) {
   const state: SavedHead = saved ?? {};
   return {
     node,
@@ -16,11 +17,13 @@ export function statusOf(saved: SavedHead | undefined, node: string, lifecycleSt
     // The head counts the records its journal holds (a store saved whole before holds them itself).
     footprint: state.journal?.records ?? Object.keys(state.records ?? {}).length,
     foundFirewall: keptFoundFirewalls(state as Pick<StoreState, 'foundFirewall'>),
+    // The pause as it stands now: one whose end has passed is none, whether or not a save removed it yet.
+    paused: pauseAt(state.pause as Pause | undefined, nowMs),
     state: lifecycleState,
   };
 }
 
-/** The heartbeat: who, how far its reports have gone, what it applied, how long it has been up. */
+/** The heartbeat: who, how far its reports have gone, what it applied, how long it has been up, and its pause. */
 export function heartbeatOf(status: ReturnType<typeof statusOf>, uptimeMs: number) {
-  return { node: status.node, reportSequence: status.reportSequence, lastApplied: status.lastApplied, uptimeSeconds: Math.round(uptimeMs / 1000) };
+  return { node: status.node, reportSequence: status.reportSequence, lastApplied: status.lastApplied, uptimeSeconds: Math.round(uptimeMs / 1000), paused: status.paused };
 }

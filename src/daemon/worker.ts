@@ -1,4 +1,6 @@
 import type { ReportRef, Work, WorkerOutput } from '../../machines/lifecycle.js';
+import { pauseOrderAt } from '../../machines/pause.js';
+import type { Clock } from '../system/clock.js';
 import { applyDeclaration, reportRefusal, type HostEnv } from '../apply/apply.js';
 import type { HostConfig } from '../config/config.js';
 import { markOf } from '../declaration/order.js';
@@ -12,6 +14,7 @@ export interface WorkerDeps {
   kept: KeptDeclaration;
   outbox: Outbox;
   env: (store: Store) => HostEnv;
+  clock: Clock;
 }
 
 /** Every report waiting in the outbox, read under the lock: a command's report made before it is among them. */
@@ -41,6 +44,11 @@ export async function runWork(deps: WorkerDeps, store: Store, work: Work): Promi
     for (const { kind, message, delivery } of work.refused) reportRefusal(env, { kind, message, trigger: 'delivery', ...(delivery ? { declaration: markOf(delivery) } : {}) });
     return outputOf(store, deps.outbox);
   }
+  // The store is the pause's truth, read under the lock: a pause saved as this apply began holds it off.
+  const paused = pauseOrderAt(store.state.pause, deps.clock.now().getTime());
+  if (paused) return { ...outputOf(store, deps.outbox), paused };
+  // A pause that ended by itself goes with this apply's save.
+  if (store.state.pause) store.updateHead((s) => delete s.pause);
   const trigger = work.kind === 'delivery' ? 'delivery' : 'reconcile';
   let source: Awaited<ReturnType<typeof reconcileSource>>;
   try {

@@ -1,6 +1,7 @@
 import type { Mark } from '../declaration/order.js';
 import type { Mode } from '../declaration/schema.js';
 import type { Outcome, Report, Trigger } from '../report/report.js';
+import { pauseAt, pauseText, type Pause } from '../../machines/pause.js';
 
 /** The newest report of one node, as the reports stream holds it. */
 export interface ReportSeen {
@@ -18,7 +19,7 @@ export type SignatureVerdict = { verdict: 'verified' } | { verdict: 'failed'; re
 /** The newest heartbeat of one node, as the heartbeats stream holds it. */
 export interface HeartbeatSeen {
   node: string;
-  beat?: { reportSequence?: number; lastApplied?: Mark | null; uptimeSeconds?: number; intervalMs?: number };
+  beat?: { reportSequence?: number; lastApplied?: Mark | null; uptimeSeconds?: number; intervalMs?: number; paused?: Pause | null };
   storedAtMs: number;
 }
 
@@ -30,7 +31,7 @@ export interface KeySeen {
 }
 
 /** Worst first: the order of the view and the meaning of the exit status. */
-export const FLEET_STATES = ['failed', 'silent', 'behind', 'waiting', 'converged'] as const;
+export const FLEET_STATES = ['failed', 'silent', 'paused', 'behind', 'waiting', 'converged'] as const;
 export type FleetState = (typeof FLEET_STATES)[number];
 
 export interface FleetRow {
@@ -44,6 +45,8 @@ export interface FleetRow {
   reportSequence: number | null;
   heartbeat: { agoMs: number; intervalMs: number } | null;
   silent: boolean;
+  /** The pause its newest heartbeat carries (one whose end has passed is none). */
+  paused: Pause | null;
   signature?: SignatureVerdict['verdict'];
   /** Why the node is not converged and alive, one line each. */
   problems: string[];
@@ -63,7 +66,7 @@ export function isNewer(a: Mark, b: Mark): boolean {
 /**
  * The fleet, one row a node the mesh knows (it has a key, a report or a heartbeat), worst first:
  * failed (its last report failed or was refused, or its signature did not verify), silent (no heartbeat
- * for three intervals), behind (the mesh said something newer than it applied), waiting (no report yet),
+ * for three intervals), paused (its heartbeat says it was paused by hand, and why), behind (the mesh said something newer than it applied), waiting (no report yet),
  * then converged; by node within each. Pure: what was read and the time, in; rows, out.
  */
 export function fleetRows(input: { reports: ReportSeen[]; heartbeats: HeartbeatSeen[]; keys: KeySeen[]; nowMs: number }): FleetRow[] {
@@ -121,7 +124,10 @@ function rowOf(node: string, seen: ReportSeen | undefined, beat: HeartbeatSeen |
   if (key && !newest) problems.push('its key does not hold a readable envelope');
 
   const failed = (report !== undefined && report.outcome !== 'converged') || (seen !== undefined && !report) || seen?.signature?.verdict === 'failed';
-  const state: FleetState = failed ? 'failed' : silent ? 'silent' : behind ? 'behind' : report ? 'converged' : 'waiting';
+  // Paused by hand: it stands aside on purpose, so what it is behind is said but is not its state.
+  const paused = pauseAt(beat?.beat?.paused, nowMs);
+  if (paused) problems.unshift(pauseText(paused));
+  const state: FleetState = failed ? 'failed' : silent ? 'silent' : paused ? 'paused' : behind ? 'behind' : report ? 'converged' : 'waiting';
   if (state === 'waiting') problems.push('no report yet');
   return {
     node,
@@ -134,18 +140,20 @@ function rowOf(node: string, seen: ReportSeen | undefined, beat: HeartbeatSeen |
     reportSequence: (beatFresher ? beat!.beat!.reportSequence : undefined) ?? report?.sequence ?? null,
     heartbeat,
     silent,
+    paused,
     ...(seen?.signature ? { signature: seen.signature.verdict } : {}),
     problems,
   };
 }
 
 /**
- * What a monitoring check asks: no node failed, none silent, every one has reported. A node behind is
+ * What a monitoring check asks: no node failed, none silent, every one has reported. A node paused was
+ * paused on purpose, with a reason, and is shown so without failing the check. A node behind is
  * shown but does not fail the check: right after a send every node is behind for the seconds its apply
  * takes, and one that stays behind while alive and converged is seen in the view.
  */
 export function fleetHealthy(rows: FleetRow[]): boolean {
-  return rows.every((r) => r.state === 'converged' || r.state === 'behind');
+  return rows.every((r) => r.state === 'converged' || r.state === 'behind' || r.state === 'paused');
 }
 
 export function markText(mark: Pick<Mark, 'epoch' | 'sequence'>): string {

@@ -31,7 +31,9 @@ export type RolloutEvent =
 
 const list = (nodes: string[]) => `${nodes.slice(0, 8).join(', ')}${nodes.length > 8 ? `, … (${nodes.length - 8} more)` : ''}`;
 
-export const pauseText = (p: PauseSeen) => `paused by ${p.by} since ${p.since}${p.until ? ` until ${p.until}` : ''}: ${p.reason}`;
+import { pauseText } from '../../machines/pause.js';
+
+export { pauseText };
 
 /** The line an event is on a terminal or in a log; undefined for what only --json says one node at a time (each send, each convergence). */
 export function describeEvent(e: RolloutEvent): string | undefined {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { compareOrder, type Order } from '../declaration/order.js';
+import type { Pause } from '../../machines/pause.js';
 
 /**
  * A rollout's decisions, pure: the order of the nodes, their waves, what a report or a heartbeat makes
@@ -19,12 +20,7 @@ export type HaltReason = (typeof HALT_REASONS)[number];
 export type NodePhase = 'pending' | 'sending' | 'sent' | 'converged' | HaltReason;
 
 /** A host paused by hand, as its heartbeat says it. */
-export interface PauseSeen {
-  reason: string;
-  by: string;
-  since: string;
-  until?: string;
-}
+export type PauseSeen = Pause;
 
 export interface NodeProgress {
   phase: NodePhase;

@@ -47,12 +47,12 @@ export async function withLockedStore<T>(
 }
 
 /** A command's host: the configuration read, the state directory made, the store opened under the lock. */
-export async function openHost<T>(paths: HostPaths, deps: HostDeps, command: string, run: (host: OpenHost) => Promise<T>): Promise<T> {
+export async function openHost<T>(paths: HostPaths, deps: HostDeps, command: string, run: (host: OpenHost) => Promise<T>, options: { lockTimeoutMs?: number } = {}): Promise<T> {
   const { config } = loadConfig(paths.configPath);
   const archiveLink: ArchiveLink = { settings: { servers: config.servers, ...linkAuthOf(config), inboxPrefix: hostInboxPrefix(config.node) } };
   const archives = onDemandArchiveObjects(archiveLink, deps.log);
   try {
-    return await withLockedStore(paths.stateDir, deps.log, { command: `mesh-host ${command}`, timeoutMs: config.lockTimeoutMs }, async (store) => {
+    return await withLockedStore(paths.stateDir, deps.log, { command: `mesh-host ${command}`, timeoutMs: options.lockTimeoutMs ?? config.lockTimeoutMs }, async (store) => {
       const env = hostEnvironment({
         paths,
         config,

@@ -236,16 +236,22 @@ export class LinkSession {
     this.subs.push(sub);
   }
 
+  /** One heartbeat now (a change the fleet should see before the next beat); the timer's go on as before. */
+  beatNow(): void {
+    if (this.closed || !this.nc) return;
+    try {
+      // The interval travels with the beat: the fleet view calls a node silent after three of its own.
+      this.nc.publish(heartbeatSubject(this.options.node), JSON.stringify({ ...(this.handlers.heartbeat() as object), intervalMs: this.options.heartbeatMs ?? 30_000 }));
+    } catch {
+      // disconnected: the next beat will do
+    }
+  }
+
   private startHeartbeat(): void {
     const every = this.options.heartbeatMs ?? 30_000;
     const beat = () => {
       if (this.closed || !this.nc) return;
-      try {
-        // The interval travels with the beat: the fleet view calls a node silent after three of its own.
-        this.nc.publish(heartbeatSubject(this.options.node), JSON.stringify({ ...(this.handlers.heartbeat() as object), intervalMs: every }));
-      } catch {
-        // disconnected: the next beat will do
-      }
+      this.beatNow();
       this.later(every, beat);
     };
     // A random first delay, so that a fleet restarted together does not beat in step.

@@ -1,5 +1,6 @@
 import type { Mark } from '../declaration/order.js';
 import type { Mode, ResourceType } from '../declaration/schema.js';
+import type { Pause } from '../../machines/pause.js';
 
 /** Where a record came from: only records of a declaration's own origin are removed by it. */
 export type Origin = 'local' | 'mesh';
@@ -100,6 +101,8 @@ export interface StoreState {
   foundFirewall?: Partial<Record<'ufw' | 'firewalld', FoundFirewallRecord>>;
   /** Refusals by kind (stale, forged, wrong node…), counted. */
   refusals: Record<string, number>;
+  /** Paused by hand (`mesh-host pause`): nothing is applied until `mesh-host resume` or its end. */
+  pause?: Pause;
 }
 
 export function emptyState(): StoreState {

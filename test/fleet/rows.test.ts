@@ -29,6 +29,24 @@ describe('the fleet rows (pure)', () => {
     expect(fleetHealthy(rows.filter((r) => r.state === 'silent'))).toBe(false);
   });
 
+  it('paused is a state of its own, after failed and silent, before behind; it says who, since when, until when and why, and does not fail the check', () => {
+    const paused = { reason: 'replacing a disk', by: 'alice', since: '2026-12-01T11:00:00.000Z', until: '2026-12-01T13:00:00.000Z' };
+    const pausedBeat = (node: string, agoMs: number, pause: typeof paused): HeartbeatSeen => ({ ...beat(node, agoMs), beat: { ...beat(node, agoMs).beat, paused: pause } });
+    const rows = fleetRows({
+      nowMs: now,
+      reports: ['p', 'q', 'r', 's', 'b'].map((n) => report(n, n === 'q' ? 'failed' : 'converged')),
+      heartbeats: [pausedBeat('p', 1000, paused), pausedBeat('q', 1000, paused), pausedBeat('r', 31_000, paused), pausedBeat('s', 1000, { ...paused, until: '2026-12-01T11:30:00.000Z' }), beat('b', 1000)],
+      keys: [{ node: 'p', newest: mark(2) }, { node: 'b', newest: mark(2) }],
+    });
+    // p is behind its key too, but stands aside on purpose; s's pause ended by itself; r is silent, q failed, whatever their pause.
+    expect(rows.map((r) => [r.node, r.state])).toEqual([['q', 'failed'], ['r', 'silent'], ['p', 'paused'], ['b', 'behind'], ['s', 'converged']]);
+    const p = rows.find((r) => r.node === 'p')!;
+    expect(p.paused).toEqual(paused);
+    expect(p.problems).toEqual(['paused by alice since 2026-12-01T11:00:00.000Z until 2026-12-01T13:00:00.000Z: replacing a disk', 'behind: the mesh said 2:2, it applied 2:1']);
+    expect(rows.find((r) => r.node === 's')!.paused).toBeNull();
+    expect(fleetHealthy([p])).toBe(true);
+  });
+
   it('a report whose signature fails is flagged and fails the node', () => {
     const rows = fleetRows({ nowMs: now, reports: [{ ...report('a', 'converged'), signature: { verdict: 'failed', reason: 'not signed by the node key' } }], heartbeats: [beat('a', 0)], keys: [] });
     expect(rows[0]).toMatchObject({ state: 'failed', signature: 'failed', problems: ["its last report's signature does not verify: not signed by the node key"] });

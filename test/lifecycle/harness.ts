@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyTransitionDefinition } from 'xstate';
 import {
-  lifecycleMachine, type Delivery, type Ending, type LifecycleInput, type LoadedStore, type ReportRef, type Work, type WorkerOutput,
+  lifecycleMachine, type Delivery, type Ending, type LifecycleInput, type LoadedStore, type PauseOrder, type ReportRef, type Work, type WorkerOutput,
 } from '../../machines/lifecycle.js';
 import { markOf, type Mark } from '../../src/declaration/order.js';
 import { Store } from '../../src/store/store.js';
@@ -33,6 +33,11 @@ export function older(a: Mark, b: Mark): boolean {
 const sameOrder = (a: Mark, b: Mark) => !older(a, b) && !older(b, a);
 const show = (m: Mark) => `${m.epoch === undefined ? '' : `e${m.epoch}/`}${m.sequence}${m.digest.endsWith('other') ? '′' : ''}`;
 
+/** A pause as a command would order it: reason, who, since, and an end when given. */
+export function pauseOrder(endsInMs?: number): PauseOrder {
+  return { pause: { reason: 'a disk is being replaced', by: 'ops', since: '2026-12-03T09:00:00.000Z', ...(endsInMs === undefined ? {} : { until: '2026-12-03T10:00:00.000Z' }) }, ...(endsInMs === undefined ? {} : { endsInMs }) };
+}
+
 /**
  * Runs the real lifecycle machine with controllable actors and a simulated clock, over a real store
  * in a temporary directory, and keeps its own record of what happened so that invariants written
@@ -58,6 +63,9 @@ export class Harness {
   /** The newest delivery kept while serving: it must be taken by the worker before the host rests idle. */
   newestKeptWhileServing: Mark | undefined;
   inFlight = 0;
+  /** The pause the machine was told of (by a command, a start or a worker), as the harness keeps it: until when, by the simulated clock. */
+  pausedUntil: number | undefined;
+  /** An apply taken while the harness knew the host paused. */
   quiescedWith: Ending | undefined;
   savesAfterQuiesce = 0;
   private stateOnDiskAtQuiesce: string | undefined;
@@ -91,6 +99,7 @@ export class Harness {
         link: fromCallback(() => () => {}),
         reconcileTimer: fromCallback(() => () => {}),
         outboxWatch: fromCallback(() => () => {}),
+        pauseWatch: fromCallback(() => () => {}),
         applyWorker: fromPromise(({ input }) => this.startApply(input)),
         reportSender: fromPromise(({ input }) => deferred<ReportRef, void>('sender', input)),
         quiesce: fromPromise(({ input }) => deferred<{ ending: Ending }, void>('quiesce', input)),
@@ -132,6 +141,7 @@ export class Harness {
   private startApply(input: Work): Promise<WorkerOutput> {
     this.inFlight++;
     if (this.inFlight > 1) this.violations.push(`two applies at once (${this.inFlight})`);
+    if (input.kind !== 'refusals' && this.pausedNow) this.violations.push(`an apply (${input.kind}) was taken while the host is paused`);
     if (input.kind === 'refusals') this.refusedTaken.push(...input.refused.flatMap((r) => (r.delivery ? [r.delivery] : [])));
     if (input.kind === 'delivery' && (!this.kept || this.kept.digest !== input.delivery.digest)) this.violations.push(`the worker took delivery ${show(input.delivery)} but ${this.kept ? show(this.kept) : 'nothing'} is kept`);
     const applying = input.kind === 'refusals' ? undefined : input.kind === 'delivery' ? markOf(input.delivery) : this.kept;
@@ -139,6 +149,42 @@ export class Harness {
     return new Promise<WorkerOutput>((resolve, reject) => {
       this.apply = { input, applying, resolve, reject };
     });
+  }
+
+  /** Whether the host is paused, by the harness's own record and the simulated clock. */
+  get pausedNow(): boolean {
+    return this.pausedUntil !== undefined && this.clock.now() < this.pausedUntil;
+  }
+
+  /** `mesh-host pause` (with an end in endsInMs, or none): the serving host is told; a host not serving reads it at its start. */
+  pause(endsInMs?: number): void {
+    if (!this.snapshot().matches('serving')) return;
+    const order = pauseOrder(endsInMs);
+    this.notePause(order);
+    this.actor.send({ type: 'PAUSE', ...order });
+  }
+
+  /** `mesh-host resume`. */
+  unpause(): void {
+    if (!this.snapshot().matches('serving')) return;
+    this.pausedUntil = undefined;
+    this.actor.send({ type: 'UNPAUSE' });
+  }
+
+  /** What the machine was told of a pause (by a command, the store at a start, a worker). */
+  notePause(order: PauseOrder | undefined): void {
+    this.pausedUntil = order === undefined ? undefined : this.clock.now() + (order.endsInMs ?? Number.POSITIVE_INFINITY);
+  }
+
+  /** The worker found the store paused: nothing applied, nothing saved, the work given back. */
+  findPause(endsInMs?: number): void {
+    const apply = this.apply!;
+    this.apply = undefined;
+    this.inFlight--;
+    if (apply.applying !== undefined) this.taken.pop();
+    const order = pauseOrder(endsInMs);
+    this.notePause(order);
+    apply.resolve({ paused: order });
   }
 
   /** Ends the apply in flight: the real store saves (refused after quiesce), one report is made. */
@@ -257,6 +303,9 @@ export class Harness {
     }
     for (const r of this.refused) {
       if (this.kept && this.kept.digest === r.digest && sameOrder(this.kept, r)) problems.push(`the refused delivery ${show(r)} was kept`);
+    }
+    if (s.matches({ serving: { worker: 'idle' } }) && s.context.pending !== undefined && this.inFlight === 0 && s.context.ending === undefined && !this.pausedNow) {
+      problems.push(`idle with ${s.context.pending.kind} pending, though the host is not paused`);
     }
     if (s.matches({ serving: { worker: 'idle' } }) && s.context.refused.length > 0 && this.inFlight === 0) problems.push(`idle with ${s.context.refused.length} refusal(s) not reported`);
     if (s.matches({ serving: { worker: 'idle' } }) && s.context.pending === undefined && this.inFlight === 0 && this.newestKeptWhileServing) {

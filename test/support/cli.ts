@@ -12,6 +12,11 @@ export const projectDir = ((): string => {
 })();
 
 /** Runs a built program as an operator would; tests that need it rely on `npm run build` (the test script does it). */
-export function runCli(program: 'mesh-host' | 'meshctl', args: string[], options: { timeoutMs?: number; input?: string } = {}): Promise<RunResult> {
-  return systemRunner().run(process.execPath, [`${projectDir}bin/${program}`, ...args], { timeoutMs: options.timeoutMs ?? 30_000, ...(options.input === undefined ? {} : { input: options.input }) });
+export function runCli(program: 'mesh-host' | 'meshctl', args: string[], options: { timeoutMs?: number; input?: string; env?: Record<string, string> } = {}): Promise<RunResult> {
+  return systemRunner().run(process.execPath, [`${projectDir}bin/${program}`, ...args], {
+    timeoutMs: options.timeoutMs ?? 30_000,
+    ...(options.input === undefined ? {} : { input: options.input }),
+    // What the environment adds (SUDO_USER, say) over this process's own.
+    ...(options.env === undefined ? {} : { env: { ...process.env, LC_ALL: 'C', ...options.env } }),
+  });
 }

@@ -5,6 +5,7 @@ import { formatPlan, formatReport } from '../../report/report.js';
 import { EXIT, refused } from '../../system/errors.js';
 import type { CommandContext } from '../context.js';
 import { hostPaths, withHost } from '../host.js';
+import { refuseWhilePaused } from './pause.js';
 
 /** `mesh-host apply FILE [--dry-run]`: for a machine the mesh has not spoken to. */
 export async function applyCommand(ctx: CommandContext): Promise<number> {
@@ -19,6 +20,7 @@ export async function applyCommand(ctx: CommandContext): Promise<number> {
     if (host.kept.exists()) {
       throw refused(`the mesh has spoken to this machine (${host.kept.path} exists): 'apply FILE' is only for a machine it has not; use 'mesh-host reconcile'`, [], 'state');
     }
+    refuseWhilePaused(host.store.state, ctx.clock.now().getTime(), dryRun);
     const result = await applyDeclaration(host.env, {
       received,
       origin: 'local',

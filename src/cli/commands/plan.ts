@@ -5,7 +5,7 @@ import { readEnrolments } from '../../fleet/trust.js';
 import { planSubject } from '../../link/wire.js';
 import type { PlanAnswer, PlanRequest } from '../../report/preview.js';
 import { refused, usageError } from '../../system/errors.js';
-import { stringFlag, type CommandContext } from '../context.js';
+import { durationFlag, stringFlag, type CommandContext } from '../context.js';
 import { connectControl } from '../link-flags.js';
 import { targetFlags } from '../target-flags.js';
 import { readSeed } from './keys.js';
@@ -14,15 +14,6 @@ import { numberAndSign, readNodeRecords } from './numbering.js';
 import { fleetDeclaration } from './send-many.js';
 
 const DEFAULT_TIMEOUT_MS = 10_000;
-
-/** `--timeout 10s` (also `500ms`, `2m`, or plain seconds) in milliseconds. */
-export function durationFlag(ctx: CommandContext, name: string, fallbackMs: number): number {
-  const text = stringFlag(ctx.flags, name);
-  if (text === undefined) return fallbackMs;
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text);
-  if (!m || Number(m[1]) <= 0) throw usageError(`--${name} ${text}: a duration such as 10s, 500ms or 2m`);
-  return Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 'm' ? 60_000 : 1000);
-}
 
 /**
  * `meshctl plan FILE --nodes|--select|--all [--diff] [--timeout 10s] [--json]`: asks every chosen host,

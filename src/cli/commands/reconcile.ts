@@ -4,10 +4,12 @@ import { formatPlan } from '../../report/report.js';
 import type { CommandContext } from '../context.js';
 import { withHost } from '../host.js';
 import { finish } from './apply.js';
+import { refuseWhilePaused } from './pause.js';
 
 /** `mesh-host reconcile [--dry-run]`: applies what the mesh last said, never the bundle once it has spoken. */
 export async function reconcileCommand(ctx: CommandContext): Promise<number> {
   return withHost(ctx, 'reconcile', async (host) => {
+    refuseWhilePaused(host.store.state, ctx.clock.now().getTime(), ctx.flags['dry-run'] === true);
     const { received, said, mayChangeMode } = await reconcileSource(host);
     const result = await applyDeclaration(host.env, {
       received,

@@ -12,12 +12,11 @@ import type { Enrolments } from '../../link/enrolment.js';
 import { isRevisionConflict } from '../../link/revision.js';
 import { ROLLOUTS_BUCKET } from '../../link/wire.js';
 import { EXIT, refused, usageError } from '../../system/errors.js';
-import { stringFlag, type CommandContext } from '../context.js';
+import { durationFlag, stringFlag, type CommandContext } from '../context.js';
 import { targetFlags } from '../target-flags.js';
 import { readSeed } from './keys.js';
 import { connectWire, countFlag } from './mesh.js';
 import { openDeclarations, readNodeRecords, type NodeRecord } from './numbering.js';
-import { durationFlag } from './plan.js';
 import { drive, type Driver } from './rollout-run.js';
 import { fleetDeclaration, prepareFleetSend } from './send-many.js';
 

@@ -6,6 +6,7 @@ import { formatReport } from '../../report/report.js';
 import { loadConfig } from '../../config/config.js';
 import { declaredServiceStates, formatServiceStates } from '../../services/declared.js';
 import { formatKeptFoundFirewalls, keptFoundFirewalls } from '../../firewall/kept.js';
+import { pauseAt, pauseText } from '../../../machines/pause.js';
 
 /** `mesh-host status`: mode, last applied, report sequence, footprint, services, the found firewall as kept, held, last outcome. */
 export async function statusCommand(ctx: CommandContext): Promise<number> {
@@ -27,11 +28,13 @@ export async function statusCommand(ctx: CommandContext): Promise<number> {
       refusals: s.refusals,
       services,
       foundFirewall: keptFoundFirewalls(s),
+      paused: pauseAt(s.pause, ctx.clock.now().getTime()),
     };
     output(ctx, status, () =>
       [
         `node:            ${status.node}`,
         `mode:            ${status.mode ?? 'none recorded'}`,
+        ...(status.paused ? [`paused:          ${pauseText(status.paused).replace(/^paused /, '')}`] : []),
         `last applied:    ${s.lastApplied ? `sequence ${s.lastApplied.sequence}${s.lastApplied.epoch !== undefined ? `, epoch ${s.lastApplied.epoch}` : ''}, ${s.lastApplied.digest}, at ${s.lastApplied.at}` : 'nothing yet'}`,
         `report sequence: ${s.reportSequence}`,
         `last outcome:    ${s.lastOutcome ? `${s.lastOutcome.outcome} at ${s.lastOutcome.at}${s.lastOutcome.message ? ` (${s.lastOutcome.message})` : ''}` : 'none'}`,

@@ -1,0 +1,118 @@
+import type { Mark } from '../src/declaration/order.js';
+import type { Pause, PauseOrder } from './pause.js';
+
+/* The lifecycle's types: what it is told, what it keeps, what its actors give it. */
+
+export type Mode = 'adopted' | 'converged';
+export type Ending = 'stop' | 'standAside' | 'move';
+
+/** A delivery the intake checked: its mark, and which revision of the node's key it was. No bytes: once kept, the worker applies the kept declaration. */
+export interface Delivery extends Mark {
+  revision?: number;
+}
+
+/** A delivery refused before anything was kept: the worker reports it, in its turn, like any other work. */
+export interface Refused {
+  /** Why, as a kind (`stale` for the order rule; the intake's own, `forged` say, for what did not verify). */
+  kind: 'stale' | 'forged' | 'wrong-node' | 'invalid' | 'unsupported' | 'mode' | 'state' | 'unappliable';
+  message: string;
+  /** The delivery, when the machine ordered it and refused it. */
+  delivery?: Delivery;
+}
+
+/** A value of the node's key: which revision, holding what. */
+export type KeyValue = { revision: number; digest: string };
+
+/**
+ * The one pending slot: a delivery, or a reconcile of the kept declaration. A reconcile asked for by a
+ * watcher carries what it found, to be said in the report.
+ */
+export type Pending = { kind: 'delivery'; delivery: Delivery } | { kind: 'reconcile'; found?: string[] };
+
+/** What the worker takes: the pending apply, or the refusals waiting to be reported (taken first). */
+export type Work = Pending | { kind: 'refusals'; refused: Refused[] };
+
+/** A report made (by the worker or a command run by hand), waiting in the outbox. */
+export type ReportRef = { sequence: number };
+
+export interface WorkerOutput {
+  /** Every report waiting in the outbox when the worker finished, its own included (none for a silent reconcile). */
+  reports?: ReportRef[];
+  /** The mode recorded after the apply. */
+  mode?: Mode;
+  /** The last applied declaration as the store records it after the apply. */
+  applied?: Mark;
+  /** The store said the host is paused (a pause asked just as the apply began): nothing was applied, the work is given back. */
+  paused?: PauseOrder;
+}
+
+export interface LoadedStore {
+  enrolled: boolean;
+  mode?: Mode;
+  /** Reports made before and not yet acknowledged, oldest first. */
+  outbox: ReportRef[];
+  /** The last applied declaration, as the store records it. */
+  applied?: Mark;
+  /** The kept declaration, when there is one and it opens. */
+  kept?: Mark;
+  /** The value of the node's key this host last took (kept, or applied by genesis), as its hint says. */
+  keyValue?: KeyValue;
+  /** The pause the store keeps, when one stands. */
+  paused?: PauseOrder;
+}
+
+/** What the host was started with. */
+export interface LifecycleInput {
+  /** A genesis bundle to enrol with when the store says the machine is not enrolled (opaque here). */
+  bundle?: unknown;
+}
+
+export interface LifecycleContext {
+  pending?: Pending;
+  /** Refusals waiting for the worker to report them, in the order they were decided. */
+  refused: Refused[];
+  inFlight?: Work;
+  /** The newest declaration applied, and the newest kept: deliveries are ordered against them and the queue. */
+  applied?: Mark;
+  kept?: Mark;
+  /** The value of the node's key this host last took: read again, it is not a new delivery. */
+  keyValue?: KeyValue;
+  ending?: Ending;
+  /** Reports waiting, in sequence order, each once. */
+  outbox: ReportRef[];
+  /** The newest report the mesh acknowledged: a report at or below it was sent already. */
+  sentThrough: number;
+  mode?: Mode;
+  /** The genesis bundle not yet tried. */
+  bundle?: unknown;
+  /** Why the host could not start, when it could not. */
+  failure?: string;
+  /** The apply in flight outlasted the grace and was left running when the host ended. */
+  abandoned?: boolean;
+  /** Paused by hand: nothing is applied (refusals are still reported) until it ends. */
+  pause?: Pause;
+  /** A pause with an end ends by itself this long after it was told. */
+  pauseEndsInMs?: number;
+}
+
+export type LifecycleEvent =
+  | { type: 'DELIVERY'; delivery: Delivery }
+  /** A value of the key the intake could not take (a signature that does not verify, another node's). */
+  | { type: 'REFUSED'; refused: Refused }
+  | { type: 'RECONCILE_TICK' }
+  /** A watcher saw a unit leave running or an owned path change, between applies. */
+  | { type: 'DRIFT_FOUND'; found: string[] }
+  | { type: 'LINK_UP' }
+  | { type: 'LINK_DOWN' }
+  | { type: 'STOP' }
+  | { type: 'STAND_ASIDE' }
+  | { type: 'MOVE' }
+  | { type: 'RESUME' }
+  | { type: 'END_REQUESTED' }
+  | { type: 'MODE_IS'; mode: Mode }
+  /** `mesh-host pause` saved a pause in the store (asked again, it replaces the one standing). */
+  | ({ type: 'PAUSE' } & PauseOrder)
+  /** `mesh-host resume` removed the pause from the store. */
+  | { type: 'UNPAUSE' }
+  /** A report made outside the worker (a command run by hand), waiting in the outbox. */
+  | { type: 'REPORT_MADE'; report: ReportRef };
