@@ -75,8 +75,15 @@ export async function startSystemdContainer(options: ContainerOptions = {}): Pro
   return startContainer({
     ...options,
     boot: true,
-    // `starting` until boot ends; `running` or `degraded` once it has.
-    ready: async (exec) => ['running', 'degraded'].includes((await exec('systemctl', ['is-system-running'], 5000)).stdout.trim()),
+    // `starting` until boot ends; `running` or `degraded` once it has. Asked with room to answer: on a
+    // loaded machine the manager itself can be slow to reply while it boots.
+    ready: async (exec) => ['running', 'degraded'].includes((await exec('systemctl', ['is-system-running'], 15_000)).stdout.trim()),
+    // A boot that never ends is waiting on some job: the failure names them.
+    whyNotReady: async (exec) => {
+      const state = await exec('systemctl', ['is-system-running'], 15_000);
+      const jobs = await exec('systemctl', ['list-jobs', '--no-pager'], 15_000);
+      return `is-system-running: ${state.stdout.trim() || state.failure?.message || state.code}\n${jobs.stdout.trim()}`;
+    },
   });
 }
 
@@ -88,6 +95,8 @@ export interface TreeContainerOptions extends ContainerOptions {
   command?: string[];
   /** Asked inside until it says yes. */
   ready: (exec: SystemdContainer['exec']) => Promise<boolean>;
+  /** What the container says of itself when it was not ready in time, for the failure. */
+  whyNotReady?: (exec: SystemdContainer['exec']) => Promise<string>;
 }
 
 /**
@@ -134,7 +143,10 @@ export async function startContainer(options: TreeContainerOptions): Promise<Sys
       if (nspawn.exitCode !== null || nspawn.signalCode !== null) {
         throw new Error(`systemd-nspawn exited (${nspawn.exitCode ?? nspawn.signalCode}) before it was ready:\n${log}`);
       }
-      if (Date.now() > deadline) throw new Error(`container ${name} was not ready within ${bootTimeoutMs} ms:\n${log}`);
+      if (Date.now() > deadline) {
+        const why = initPid !== undefined && options.whyNotReady ? await options.whyNotReady(exec).catch((err: Error) => err.message) : '';
+        throw new Error(`container ${name} was not ready within ${bootTimeoutMs} ms:\n${why}\n${log}`);
+      }
       // Read again until ready: nspawn's first child can be a short-lived helper (setting up a private
       // network, say) before it is the container's init.
       initPid = nspawn.pid === undefined ? undefined : childOf(nspawn.pid);
