@@ -3,6 +3,7 @@ import type { KV } from '@nats-io/kv';
 import { chooseReplicas } from '../link/control.js';
 import { isRevisionConflict } from '../link/revision.js';
 import { ROLLOUTS_BUCKET } from '../link/wire.js';
+import { whileClusterForms } from '../link/jetstream-ready.js';
 import { lazy } from '../system/interop.js';
 import { refused } from '../system/errors.js';
 import type { Rollout } from './rollout.js';
@@ -23,7 +24,7 @@ export class RolloutStore {
 
   static async open(nc: NatsConnection): Promise<RolloutStore> {
     const { Kvm } = await lazy(import('@nats-io/kv'));
-    return new RolloutStore(await new Kvm(nc).create(ROLLOUTS_BUCKET, { history: 5, replicas: chooseReplicas(nc).replicas }));
+    return new RolloutStore(await whileClusterForms(() => new Kvm(nc).create(ROLLOUTS_BUCKET, { history: 5, replicas: chooseReplicas(nc).replicas })));
   }
 
   async read(id: string): Promise<{ rollout: Rollout; revision: number } | undefined> {

@@ -1,6 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, ENROLMENTS_BUCKET, HEARTBEAT_SUBJECTS, HEARTBEATS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from './wire.js';
 import { lazy } from '../system/interop.js';
+import { whileClusterForms } from './jetstream-ready.js';
 
 /** How many copies the mesh's records keep: one a server, at most three (JetStream's useful bound). */
 export const MAX_REPLICAS = 3;
@@ -68,7 +69,7 @@ export async function ensureWire(nc: NatsConnection, options: { replicas?: numbe
   const settle = async (part: WirePart): Promise<{ created?: string; changed?: string; short?: string }> => {
     const info = await existing(part.stream);
     if (!info) {
-      await part.create();
+      await whileClusterForms(() => part.create());
       return { created: part.what };
     }
     if (info.config.num_replicas === replicas) return {};

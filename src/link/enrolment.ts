@@ -8,6 +8,7 @@ import { REPORT_KEY_HEADER, REPORT_SIGNATURE_HEADER, verifyReport, type ReportTr
 import { ENROLMENTS_BUCKET, REPORTS_STREAM, reportSubject } from './wire.js';
 import { chooseReplicas } from './control.js';
 import { latestPerSubject } from './latest.js';
+import { whileClusterForms } from './jetstream-ready.js';
 import { isRevisionConflict } from './revision.js';
 
 
@@ -48,7 +49,7 @@ export class Enrolments {
   /** Opens the bucket, making it when missing with replicas sized to the cluster (as the rest of the wire). */
   static async open(nc: NatsConnection): Promise<Enrolments> {
     const [{ Kvm }, { jetstreamManager }] = await Promise.all([lazy(import('@nats-io/kv')), lazy(import('@nats-io/jetstream'))]);
-    return new Enrolments(nc, await new Kvm(nc).create(ENROLMENTS_BUCKET, { history: 5, replicas: chooseReplicas(nc).replicas }), await jetstreamManager(nc));
+    return new Enrolments(nc, await whileClusterForms(() => new Kvm(nc).create(ENROLMENTS_BUCKET, { history: 5, replicas: chooseReplicas(nc).replicas })), await jetstreamManager(nc));
   }
 
   /**

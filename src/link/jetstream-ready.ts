@@ -40,3 +40,28 @@ export async function awaitJetStream(nc: NatsConnection, options: ReadyOptions =
   }
   throw refused(`the mesh's JetStream did not become ready within ${Math.round(timeoutMs / 1000)} s (${last}): are the cluster's servers all started and routed to each other?`);
 }
+
+/** JetStream's error when a stream asks for more replicas than the servers it knows of yet. */
+const NO_PEERS_FOR_PLACEMENT = 10005;
+
+/**
+ * Makes a stream or bucket on a cluster that may still be forming: its meta leader can answer before it
+ * has heard from every member, and a stream of three replicas is then refused with "no suitable peers
+ * for placement" for a moment. That refusal, and "not yet", are asked again within the bound; any other
+ * error is the command's to say.
+ */
+export async function whileClusterForms<T>(make: () => Promise<T>, options: ReadyOptions = {}): Promise<T> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const now = options.now ?? Date.now;
+  const deadline = now() + timeoutMs;
+  for (;;) {
+    try {
+      return await make();
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if ((code !== NO_PEERS_FOR_PLACEMENT && code !== CLUSTER_NOT_AVAILABLE) || now() >= deadline) throw err;
+    }
+    await sleep(250);
+  }
+}

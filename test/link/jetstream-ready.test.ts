@@ -5,7 +5,7 @@ import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/trans
 import { freePort, natsUnavailable, NatsServer } from '../support/nats.js';
 import { runCli } from '../support/cli.js';
 import { scratch } from '../support/tree.js';
-import { awaitJetStream } from '../../src/link/jetstream-ready.js';
+import { awaitJetStream, whileClusterForms } from '../../src/link/jetstream-ready.js';
 
 const unavailable = natsUnavailable();
 
@@ -80,5 +80,27 @@ describe('awaitJetStream', () => {
       "the mesh's JetStream did not become ready within 5 s (JetStream system temporarily unavailable)",
     );
     expect(js.asked()).toBe(20);
+  });
+});
+
+describe('whileClusterForms', () => {
+  const refusal = (code: number) => Object.assign(new Error('no suitable peers for placement'), { code });
+  const instant = { sleep: async () => {} };
+
+  it('makes the stream again while the cluster has too few peers for it, and returns what it made', async () => {
+    let tries = 0;
+    const made = await whileClusterForms(async () => {
+      if (++tries < 3) throw refusal(10005);
+      return 'bucket';
+    }, instant);
+    expect([made, tries]).toEqual(['bucket', 3]);
+  });
+
+  it('passes any other error on at once, and the placement refusal once its bound has passed', async () => {
+    let tries = 0;
+    await expect(whileClusterForms(async () => void (tries++, (() => { throw refusal(10058); })()), instant)).rejects.toThrow('no suitable peers');
+    expect(tries).toBe(1);
+    let t = 0;
+    await expect(whileClusterForms(async () => { throw refusal(10005); }, { timeoutMs: 1_000, now: () => t, sleep: async (ms) => void (t += ms) })).rejects.toThrow('no suitable peers');
   });
 });
