@@ -15,7 +15,10 @@ cd "$(dirname "$0")/.."
 
 scratch=$(mktemp -d /tmp/mesh-host-try.XXXXXX)
 mkdir -p "$scratch/root/etc" "$scratch/root/srv" "$scratch/site/assets"
-port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
+free_port() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }
+port=$(free_port)
+# The hub listens for sites' leaf nodes too: on a port of its own, so that two tries at once never meet on 7422.
+leaf_port=$(free_port)
 server="nats://127.0.0.1:$port"
 flags=(--root "$scratch/root" --state-dir "$scratch/state" --config "$scratch/host.json")
 pids=()
@@ -27,7 +30,7 @@ echo "== mesh-host inventory"
 echo
 
 echo "== a nats-server for the mesh on $server, in operator mode: meshctl init makes its operator, accounts and credentials"
-./bin/meshctl init "$scratch/mesh" --port "$port" --log-level warn
+./bin/meshctl init "$scratch/mesh" --port "$port" --leaf-port "$leaf_port" --log-level warn
 nats-server -c "$scratch/mesh/nats-server.conf" > "$scratch/nats.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do grep -q 'Server is ready' "$scratch/nats.log" && break; sleep 0.1; done
@@ -129,7 +132,7 @@ else
   ./bin/mesh-host apply "$scratch/no-container.json" "${cflags[@]}"
 fi
 echo
-page_port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
+page_port=$(free_port)
 echo "== meshctl serve --listen 127.0.0.1:$page_port (the fleet's live page, read-only, on loopback; its log: $scratch/serve.log)"
 ./bin/meshctl serve --listen "127.0.0.1:$page_port" --log-level warn > "$scratch/serve.log" 2>&1 &
 pids=("$!" "${pids[@]}")

@@ -28,7 +28,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl waits for
     const dir = join(work.dir, 'mesh');
     const ports = [await freePort(), await freePort(), await freePort()];
     const routes = [await freePort(), await freePort(), await freePort()];
-    const init = await runCli('meshctl', ['init', dir, '--servers', '3', '--port', ports.join(','), '--cluster-port', routes.join(','), '--log-level', 'warn']);
+    const leaves = [await freePort(), await freePort(), await freePort()];
+    const init = await runCli('meshctl', ['init', dir, '--servers', '3', '--port', ports.join(','), '--cluster-port', routes.join(','), '--leaf-port', leaves.join(','), '--log-level', 'warn']);
     expect(init.code, init.stderr).toBe(0);
     servers.push(await NatsServer.start({ port: ports[0]!, wholeConfig: join(dir, 'nats-server-1.conf') }));
     nc = await connect({ servers: servers[0]!.url, authenticator: credsAuthenticator(readFileSync(join(dir, 'meshctl.creds'))) });
