@@ -1,15 +1,15 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { applyDeclaration, type HostEnv } from '../src/apply/apply.js';
-import { receiveDeclaration } from '../src/declaration/load.js';
-import type { ContainerResource, Declaration } from '../src/declaration/schema.js';
+import type { HostEnv } from '../src/apply/apply.js';
+import type { ContainerResource } from '../src/declaration/schema.js';
 import { hostHandlers } from '../src/host/environment.js';
 import { systemAccounts } from '../src/resources/accounts.js';
 import { Store } from '../src/store/store.js';
 import { systemClock } from '../src/system/clock.js';
 import { dockerEngine } from '../src/containers/engine.js';
 import { podmanUnavailable, startPodman } from '../test/support/podman.js';
+import { localApplier } from './local-apply.js';
 import { fmt, loadAverage, median, timeIt } from './stats.js';
 
 const RUNS = 7;
@@ -37,13 +37,7 @@ export async function benchContainers(): Promise<string[]> {
       node: 'bench', root: join(dir, 'root'), stateDir, store: Store.open(stateDir, log), log, clock: systemClock, accounts: systemAccounts(),
       handlers: hostHandlers({ node: 'bench', stateDir, clock: systemClock, verifyPauseMs: PAUSE_MS, containerSocket: podman.socket }),
     };
-    let sequence = 0;
-    const apply = async (resources: ContainerResource[]) => {
-      const decl: Declaration = { version: 1, node: 'bench', mode: 'converged', sequence: ++sequence, resources };
-      const r = await applyDeclaration(env, { received: await receiveDeclaration(Buffer.from(JSON.stringify(decl)), { source: 'bench' }), origin: 'local', trigger: 'apply', dryRun: false, mayChangeMode: false });
-      if (r.kind !== 'applied' || r.report.outcome !== 'converged') throw new Error(JSON.stringify(r).slice(0, 600));
-      return r.report;
-    };
+    const apply = localApplier(env);
     const twenty = (v: string): ContainerResource[] =>
       Array.from({ length: 20 }, (_, i) => ({ type: 'container', id: `c${i}`, name: `c${i}`, image: { ref }, command: COMMAND, env: { V: i === 0 ? v : '0' }, state: 'running' }));
     const first = await timeIt(() => apply(twenty('0')));

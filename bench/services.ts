@@ -1,10 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { applyDeclaration, type HostEnv } from '../src/apply/apply.js';
+import type { HostEnv } from '../src/apply/apply.js';
 import { hostHandlers } from '../src/host/environment.js';
-import { receiveDeclaration } from '../src/declaration/load.js';
-import type { Declaration, Resource } from '../src/declaration/schema.js';
+import type { Resource } from '../src/declaration/schema.js';
 import { systemAccounts } from '../src/resources/accounts.js';
 import { systemdManager } from '../src/services/systemd.js';
 import { Store } from '../src/store/store.js';
@@ -12,6 +11,7 @@ import { systemClock } from '../src/system/clock.js';
 import type { CommandRunner } from '../src/system/runner.js';
 import { containerUnavailable } from '../test/support/systemd-container.js';
 import { withSleepers } from './sleepers.js';
+import { localApplier } from './local-apply.js';
 import { fmt, median, timeIt } from './stats.js';
 
 function counting(runner: CommandRunner) {
@@ -40,13 +40,7 @@ export async function benchServices(): Promise<string[]> {
       accounts: systemAccounts(),
       handlers: hostHandlers({ node: 'bench', stateDir: join(dir, 'state'), clock: systemClock, verifyPauseMs: 1500, serviceManager: async () => ({ manager: systemdManager(count.runner), reason: 'bench' }) }),
     };
-    let sequence = 0;
-    const apply = async (resources: Resource[]) => {
-      const decl: Declaration = { version: 1, node: 'bench', mode: 'converged', sequence: ++sequence, resources };
-      const r = await applyDeclaration(env, { received: await receiveDeclaration(Buffer.from(JSON.stringify(decl)), { source: 'bench' }), origin: 'local', trigger: 'apply', dryRun: false, mayChangeMode: false });
-      if (r.kind !== 'applied' || r.report.outcome !== 'converged') throw new Error(JSON.stringify(r).slice(0, 400));
-      return r.report;
-    };
+    const apply = localApplier(env);
     const twenty = (content: string): Resource[] => [
       ...units.slice(0, 20).map((u, i): Resource => ({ type: 'file', id: `conf${i}`, path: `/etc/bench${i}.conf`, content })),
       ...units.slice(0, 20).map((u, i): Resource => ({ type: 'service', id: `svc${i}`, unit: u, state: 'running', restartOn: [`conf${i}`] })),
