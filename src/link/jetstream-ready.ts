@@ -23,22 +23,36 @@ export interface ReadyOptions {
 export async function awaitJetStream(nc: NatsConnection, options: ReadyOptions = {}): Promise<void> {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const requestMs = options.requestMs ?? 2_000;
+  await askedWithin<void>(options, async (leftMs) => {
+    try {
+      const reply = await nc.request('$JS.API.INFO', undefined, { timeout: Math.min(requestMs, Math.max(1, leftMs)) });
+      const body = reply.json<{ error?: { err_code?: number; description?: string } }>();
+      if (body.error?.err_code !== CLUSTER_NOT_AVAILABLE) return { done: undefined };
+      return { again: body.error.description ?? 'JetStream system temporarily unavailable' };
+    } catch (err) {
+      return { again: (err as Error).message };
+    }
+  }, (last) => {
+    throw refused(`the mesh's JetStream did not become ready within ${Math.round(timeoutMs / 1000)} s (${last}): are the cluster's servers all started and routed to each other?`);
+  });
+}
+
+/**
+ * Asks until the answer is final or the bound has passed (then `givenUp` says why, from the last answer):
+ * the one loop behind waiting for a cluster's JetStream and making streams on a cluster still forming.
+ */
+async function askedWithin<T>(options: ReadyOptions, ask: (leftMs: number) => Promise<{ done: T } | { again: string }>, givenUp: (last: string) => never): Promise<T> {
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const now = options.now ?? Date.now;
-  const deadline = now() + timeoutMs;
+  const deadline = now() + (options.timeoutMs ?? 30_000);
   let last = 'no answer';
   while (now() < deadline) {
-    try {
-      const reply = await nc.request('$JS.API.INFO', undefined, { timeout: Math.min(requestMs, Math.max(1, deadline - now())) });
-      const body = reply.json<{ error?: { err_code?: number; description?: string } }>();
-      if (body.error?.err_code !== CLUSTER_NOT_AVAILABLE) return;
-      last = body.error.description ?? 'JetStream system temporarily unavailable';
-    } catch (err) {
-      last = (err as Error).message;
-    }
+    const answer = await ask(deadline - now());
+    if ('done' in answer) return answer.done;
+    last = answer.again;
     await sleep(250);
   }
-  throw refused(`the mesh's JetStream did not become ready within ${Math.round(timeoutMs / 1000)} s (${last}): are the cluster's servers all started and routed to each other?`);
+  return givenUp(last);
 }
 
 /** JetStream's error when a stream asks for more replicas than the servers it knows of yet. */
@@ -51,17 +65,17 @@ const NO_PEERS_FOR_PLACEMENT = 10005;
  * error is the command's to say.
  */
 export async function whileClusterForms<T>(make: () => Promise<T>, options: ReadyOptions = {}): Promise<T> {
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const now = options.now ?? Date.now;
-  const deadline = now() + timeoutMs;
-  for (;;) {
+  let refusal: unknown;
+  return askedWithin<T>(options, async () => {
     try {
-      return await make();
+      return { done: await make() };
     } catch (err) {
       const code = (err as { code?: unknown }).code;
-      if ((code !== NO_PEERS_FOR_PLACEMENT && code !== CLUSTER_NOT_AVAILABLE) || now() >= deadline) throw err;
+      if (code !== NO_PEERS_FOR_PLACEMENT && code !== CLUSTER_NOT_AVAILABLE) throw err;
+      refusal = err;
+      return { again: (err as Error).message };
     }
-    await sleep(250);
-  }
+  }, () => {
+    throw refusal;
+  });
 }
