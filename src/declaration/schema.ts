@@ -6,6 +6,14 @@ const AbsolutePath = Type.String({ minLength: 2, maxLength: 4096, pattern: '^/',
 const Mode = Type.String({ pattern: '^[0-7]{3,4}$', description: "an octal mode such as '0644'" });
 const Account = Type.String({ pattern: '^([a-z_][a-z0-9_-]{0,31}\\$?|[0-9]{1,10})$', description: 'a user or group name, or a number' });
 const Take = Type.Boolean({ description: 'take over what is found here (the original is kept and given back on removal)' });
+/** A lock file the service or container writes while it must not be interrupted (balena's update locks). */
+const InhibitWhile = Type.String({
+  minLength: 2,
+  maxLength: 4096,
+  pattern: '^/',
+  description: "a lock file holding its holder's PID: while it exists and the holder lives, this resource's restart or replacement waits",
+});
+const InhibitMaxMs = Type.Integer({ minimum: 0, maximum: 7 * 24 * 3_600_000, description: 'how long a restart or replacement may wait for the lock (ms; default 600000): then it goes ahead' });
 
 export const DirectoryResource = Type.Object(
   {
@@ -65,6 +73,8 @@ export const ServiceResource = Type.Object(
     enabled: Type.Optional(Type.Boolean()),
     restartOn: Type.Optional(Type.Array(Id, { maxItems: 1024 })),
     reload: Type.Optional(Type.Boolean({ description: 'reload instead of restart when a restartOn file or archive changed' })),
+    inhibitWhile: Type.Optional(InhibitWhile),
+    inhibitMaxMs: Type.Optional(InhibitMaxMs),
   },
   { additionalProperties: false },
 );
@@ -96,6 +106,8 @@ export const ContainerResource = Type.Object(
     state: Type.Union([Type.Literal('running'), Type.Literal('stopped')]),
     restartOn: Type.Optional(Type.Array(Id, { maxItems: 1024 })),
     stopTimeout: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, description: 'seconds a stop waits before it kills (default 10)' })),
+    inhibitWhile: Type.Optional(InhibitWhile),
+    inhibitMaxMs: Type.Optional(InhibitMaxMs),
     take: Type.Optional(Take),
   },
   { additionalProperties: false },

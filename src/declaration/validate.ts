@@ -1,9 +1,10 @@
 import { posix } from 'node:path';
-import type { ContainerResource, Declaration, Resource } from './schema.js';
+import type { ContainerResource, Declaration, Resource, ServiceResource } from './schema.js';
 import { checkHead, checkResource } from './checks.generated.js';
 import { isCanonicalBase64 } from './base64.js';
 import { yielder } from '../system/yielder.js';
 import { containerProblems } from './container-rules.js';
+import { inhibitProblems } from './inhibit-rules.js';
 
 /** One thing wrong with a declaration, at its JSON path. */
 export interface Problem {
@@ -105,8 +106,9 @@ function checkOneResource(resource: unknown, index: number): Problem[] | Promise
   const path = (resource as { path?: unknown }).path;
   const why = typeof path === 'string' ? pathProblem(path) : undefined;
   if (checkResource[type as keyof typeof checkResource](resource)) {
-    if (type === 'container') {
-      const found = containerProblems(resource as ContainerResource, `/resources/${index}`, pathProblem);
+    if (type === 'container' || type === 'service') {
+      const at = `/resources/${index}`;
+      const found = [...(type === 'container' ? containerProblems(resource as ContainerResource, at, pathProblem) : []), ...inhibitProblems(resource as ServiceResource, at, pathProblem)];
       return found.length > 0 ? found : undefined;
     }
     const file = resource as { encoding?: string; content: string };
