@@ -6,10 +6,11 @@ import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/trans
 import { Kvm } from '@nats-io/kv';
 import { natsUnavailable } from '../support/nats.js';
 import { initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js';
-import { projectDir } from '../support/cli.js';
+import { projectDir, runCli } from '../support/cli.js';
+import { reportsOf } from '../support/daemon.js';
 import { SimHosts } from '../support/sim-hosts.js';
 import { orderNodes } from '../../src/fleet/rollout.js';
-import type { RolloutEvent } from '../../src/fleet/rollout-view.js';
+import { describeEvent, type RolloutEvent } from '../../src/fleet/rollout-view.js';
 import { ROLLOUTS_BUCKET } from '../../src/link/wire.js';
 
 const unavailable = natsUnavailable();
@@ -54,6 +55,17 @@ async function untilFile(host: InitHost, path: string, content: string, timeoutM
   const at = join(host.root, path);
   while (!(existsSync(at) && readFileSync(at, 'utf8') === content)) {
     if (Date.now() - started > timeoutMs) throw new Error(`${host.node} did not apply ${path}:\n${host.log().slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** How many lines of the host's log match, so far. */
+const logCount = (host: InitHost, pattern: RegExp) => (host.log().match(new RegExp(pattern.source, 'g')) ?? []).length;
+
+async function untilLog(host: InitHost, what: string, pattern: RegExp, count: number, timeoutMs = 30_000): Promise<void> {
+  const started = Date.now();
+  while (logCount(host, pattern) < count) {
+    if (Date.now() - started > timeoutMs) throw new Error(`${host.node}: no ${what} in its log:\n${host.log().slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -180,5 +192,58 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl rollout o
     sims.behave(ordered[1]!, 'converge');
     const next = rolloutProcess(mesh, [file('v5', 'v = 5\n'), '--nodes', ordered.slice(0, 3).join(','), '--waves', '100%']);
     expect(await next.exit, next.stderr()).toBe(0);
+  }, 180_000);
+
+  it('a real daemon paused with mesh-host pause is waited for, named with its reason and who paused it; it applies nothing until mesh-host resume, then the newest delivery at once, and the rollout goes on to the end', async () => {
+    const host = hosts[fifth]!;
+    const kept = /delivery kept and enqueued/;
+    // Its reports so far (genesis's at least, sent once it connected): none may follow while it is paused.
+    let applied = (await reportsOf(control, fifth)).length;
+    while (applied === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      applied = (await reportsOf(control, fifth)).length;
+    }
+    const conf = join(host.root, 'srv/app.conf');
+    const had = existsSync(conf) ? readFileSync(conf, 'utf8') : undefined;
+    const pause = await runCli('mesh-host', ['pause', '--reason', 'replacing a disk', '--json', ...host.flags, '--log-level', 'warn'], { env: { SUDO_USER: 'alice' } });
+    expect(pause.code, pause.stderr).toBe(0);
+    await untilLog(host, 'pause heard', /the host is paused/, 1);
+    // A delivery before the rollout's, kept while paused: the rollout's is the newest, and only it is applied.
+    const before = logCount(host, kept);
+    const sent = await mesh.meshctl(['send', file('v6-early', 'v = 6 early\n'), '--nodes', fifth]);
+    expect(sent.code, sent.stderr).toBe(0);
+    await untilLog(host, 'the early delivery kept', kept, before + 1);
+
+    const r = rolloutProcess(mesh, [file('v6', 'v = 6\n'), '--all', '--waves', '5,100%', '--wait', '3s']);
+    const paused = await r.until(is('paused', fifth));
+    expect(paused).toMatchObject({ reason: 'replacing a disk', by: 'alice' });
+    // The terminal's line for it: who, since when, why, and that it is waited for.
+    expect(describeEvent(paused)).toMatch(new RegExp(`^${fifth}  paused by alice since \\S+: replacing a disk; waiting for it \\(a paused node is not a failure\\)$`));
+    await untilLog(host, "the rollout's delivery kept", kept, before + 2);
+    const copy = await r.until(is('sent', fifth));
+    for (const node of ordered.slice(0, 4)) await r.until(is('node', node));
+    // Three times --wait after its copy was sent, the paused host is still waited for: not silent, not
+    // halted, the next wave not begun, nothing applied on it.
+    const since = Date.now();
+    while (Date.now() - since < 9000) {
+      expect(r.events.filter((e) => (e.event === 'node' && e.node === fifth) || e.event === 'halted' || (e.event === 'wave' && e.wave === 2))).toEqual([]);
+      expect(r.child.exitCode).toBe(null);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(existsSync(conf) ? readFileSync(conf, 'utf8') : undefined).toBe(had);
+    expect(await reportsOf(control, fifth)).toHaveLength(applied);
+
+    const resume = await runCli('mesh-host', ['resume', '--json', ...host.flags, '--log-level', 'warn']);
+    expect(resume.code, resume.stderr).toBe(0);
+    expect(JSON.parse(resume.stdout)).toMatchObject({ resumed: true, was: { reason: 'replacing a disk', by: 'alice' } });
+    expect(await r.exit, r.stderr()).toBe(0);
+    expect(r.events.find(is('unpaused', fifth))).toBeDefined();
+    expect(r.events.find(is('node', fifth))).toMatchObject({ phase: 'converged' });
+    expect(r.events.filter(is('sent')).map((e) => e.node).sort()).toEqual([...ordered].sort());
+    expect(r.events.find(is('done'))).toMatchObject({ nodes: 20, converged: 20 });
+    expect(readFileSync(conf, 'utf8')).toBe('v = 6\n');
+    // One apply on resume, of the rollout's copy: the early delivery was never applied.
+    const after = (await reportsOf(control, fifth)).slice(applied);
+    expect(after.map((x) => [x.trigger, x.outcome, x.declaration?.sequence])).toEqual([['delivery', 'converged', copy.mark.sequence]]);
   }, 180_000);
 });
