@@ -6,7 +6,7 @@ export const FLOORS = [
   ['system'],
   ['config'],
   ['declaration'],
-  ['store', 'link', 'setup', 'inventory'],
+  ['store', 'link', 'setup', 'inventory', 'inhibit'],
   ['archive', 'services', 'containers', 'firewall', 'watch', 'resources'],
   ['report'],
   ['apply', 'metrics', 'fleet'],

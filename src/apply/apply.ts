@@ -6,6 +6,7 @@ import type { Accounts } from '../resources/accounts.js';
 import { planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
 import { applyPlan, type ApplyOutcome } from '../resources/apply-plan.js';
 import { RootedFs } from '../resources/rooted-fs.js';
+import { lockReader } from '../inhibit/lock.js';
 import { WriteBatch } from '../resources/write-batch.js';
 import { ChangeSet, type ConvergeContext, type StepResult } from '../resources/types.js';
 import type { Facts, Plan, Report, Trigger } from '../report/report.js';
@@ -142,6 +143,7 @@ function contextOf(env: HostEnv, request: ApplyRequest, fs: RootedFs): ConvergeC
     now: () => env.clock.now().toISOString(),
     removing: new Set(),
     changed: new ChangeSet(),
+    locks: lockReader(env.root),
   };
 }
 

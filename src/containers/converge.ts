@@ -8,6 +8,7 @@ import type { Inspected, Listed } from './engine.js';
 import { ensureImage, engineImage, imageAction } from './image.js';
 import { failureOf, firstLookVerdict } from './look.js';
 import { archivesOf, isUp, type ContainerEnv, type ContainerRun } from './run.js';
+import { gateOf, lockSaid, type Gate } from '../inhibit/defer.js';
 import { createRequest, DEFAULT_STOP_TIMEOUT_S, digestsOf, fieldsThatDiffer, LABEL, specOf, type Spec } from './spec.js';
 
 /** What a check decided to do to one declared container; the apply carries out the same. */
@@ -34,7 +35,9 @@ async function decide(r: ContainerResource, spec: Spec, env: ContainerEnv, run: 
     }
     if (r.state === 'stopped') return isUp(current) ? { kind: 'stop', current } : { kind: 'none' };
     if (!isUp(current)) return { kind: 'start', current };
-    const because = (r.restartOn ?? []).filter((id) => ctx.changed.has(id));
+    // A restart held off by the lock is still due while the newest declaration names what changed in restartOn.
+    const waiting = ctx.store.state.records[r.id]?.deferred;
+    const because = (r.restartOn ?? []).filter((id) => ctx.changed.has(id) || waiting?.because?.includes(id) === true);
     return because.length > 0 ? { kind: 'restart', current, because } : { kind: 'none' };
   }
   const found = await foundUnder(r.name, env, run);
@@ -88,13 +91,25 @@ export async function convergeContainer(r: ContainerResource, ctx: ConvergeConte
   if (d.kind === 'none') {
     const current = run.owned.get(r.id)![0]!;
     const record = ctx.store.state.records[r.id];
-    // Made by an apply cut short before its save, or recorded otherwise: the apply records it as it is.
-    const fresh = record?.type === 'container' && record.container?.id === current.id && record.container.spec === current.labels[LABEL.spec];
+    // Made by an apply cut short before its save, or recorded otherwise (or keeping a wait no longer due): the apply records it as it is.
+    const fresh = record?.type === 'container' && record.container?.id === current.id && record.container.spec === current.labels[LABEL.spec] && record.deferred === undefined;
     return fresh ? checked('none', []) : checked('none', [], { remember: recordOf(r, ctx, current.id, current.labels[LABEL.spec]!, record) });
+  }
+  const gate = gateFor(d, r, ctx);
+  // Every other step goes on; this one waits for the lock, kept on the record.
+  if (gate?.go === false && (d.kind === 'replace' || d.kind === 'restart')) {
+    if (apply) ctx.store.record({ ...recordOf(r, ctx, d.current.id, d.current.labels[LABEL.spec]!, ctx.store.state.records[r.id]), deferred: gate.waiting });
+    return checked('update', changes, lockSaid(gate.note));
   }
   if (apply) await carryOut(d, r, spec, ctx, env, run);
   const verb = d.kind === 'create' ? (d.found ? 'take' : 'create') : 'update';
-  return checked(verb, changes, d.kind === 'create' && d.found ? { detail: 'found here; taken over, the original kept aside' } : {});
+  return checked(verb, changes, d.kind === 'create' && d.found ? { detail: 'found here; taken over, the original kept aside' } : lockSaid(gate?.note));
+}
+
+/** Whether a replacement or a restart may go now, as the container's lock says; no other step asks it. */
+function gateFor(d: Decision, r: ContainerResource, ctx: ConvergeContext): Gate | undefined {
+  if (d.kind !== 'replace' && d.kind !== 'restart') return undefined;
+  return gateOf(r, ctx.store.state.records[r.id]?.deferred, ctx.locks, ctx.now(), d.kind === 'restart' ? d.because : undefined);
 }
 
 function recordOf(r: ContainerResource, ctx: ConvergeContext, id: string, spec: string, before: ResourceRecord | undefined, original?: OriginalContainer): ResourceRecord {
@@ -114,7 +129,12 @@ async function carryOut(d: Exclude<Decision, { kind: 'none' | 'hold' }>, r: Cont
   const { engine } = run;
   const timeout = r.stopTimeout ?? DEFAULT_STOP_TIMEOUT_S;
   const before = ctx.store.state.records[r.id];
-  if (d.kind === 'stop') return void (await engine.stop(d.current.id, timeout));
+  if (d.kind === 'stop') {
+    await engine.stop(d.current.id, timeout);
+    // A restart that waited is no longer due once the container is declared stopped.
+    if (before?.deferred) ctx.store.record(recordOf(r, ctx, d.current.id, d.current.labels[LABEL.spec]!, before));
+    return;
+  }
   if (d.kind === 'start' || d.kind === 'restart') {
     if (d.kind === 'start') await engine.start(d.current.id);
     else await engine.restart(d.current.id, timeout);

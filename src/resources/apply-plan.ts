@@ -16,7 +16,10 @@ export interface ApplyOutcome {
 }
 
 const statusOf = (checked: Checked): StepResult['status'] =>
-  checked.verb === 'none' ? 'unchanged' : checked.verb === 'hold' ? 'held' : 'done';
+  checked.lock?.state === 'held' ? 'deferred' : checked.verb === 'none' ? 'unchanged' : checked.verb === 'hold' ? 'held' : 'done';
+
+/** What a check or an apply said beside its step: its words, and what its lock did. */
+const notesOf = (checked: Checked) => ({ ...(checked.detail ? { detail: checked.detail } : {}), ...(checked.lock ? { lock: checked.lock } : {}) });
 
 /**
  * Carries a plan out in its order. A step is checked again just before it is applied, unless nothing
@@ -110,7 +113,7 @@ class PlanRun {
     if ((planned.verb === 'none' || planned.verb === 'hold') && (!this.changed || (handler.batched === true && this.ctx.fs.generation === this.planGeneration))) {
       if (planned.remember) this.ctx.store.record(planned.remember);
       if (planned.verb === 'none' && planned.detail === undefined) this.unchanged += 1;
-      else this.results[index] = { ...this.stepAt(index), status: statusOf(planned), ...(planned.detail ? { detail: planned.detail } : {}) };
+      else this.results[index] = { ...this.stepAt(index), status: statusOf(planned), ...notesOf(planned) };
       return;
     }
     try {
@@ -135,12 +138,12 @@ class PlanRun {
     if (done.verb === 'none' && done.detail === undefined && done.step === undefined) {
       this.unchanged += 1;
     } else {
-      const step: StepResult = { ...(done.step ?? this.stepAt(index)), status: statusOf(done), ...(done.detail ? { detail: done.detail } : {}) };
+      const step: StepResult = { ...(done.step ?? this.stepAt(index)), status: statusOf(done), ...notesOf(done) };
       if (step.status === 'unchanged' && step.detail === undefined) this.unchanged += 1;
       else this.results[index] = step;
       this.resultOf.set(step.resource, step);
     }
-    if (done.verb !== 'none' && done.verb !== 'hold') this.changed = true;
+    if (done.verb !== 'none' && done.verb !== 'hold' && done.lock?.state !== 'held') this.changed = true;
   }
 
   /**

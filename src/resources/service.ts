@@ -7,6 +7,7 @@ import { REMOVE, type Change } from './changes.js';
 import { exists, isRunning, isStarting, type UnitAction, type UnitState } from '../services/manager.js';
 import { queryUnits, serviceApply, SERVICE_SHAPE, type ServiceApply, type ServiceRuntime } from '../services/runtime.js';
 import { lookAt, secondLook } from '../services/verify.js';
+import { gateOf, lockSaid, type Gate, type Waiting } from '../inhibit/defer.js';
 
 /** The state of a unit: from the plan's one batched read, or read again once the apply has changed things. */
 async function stateOf(runtime: ServiceApply, unit: string, fresh: boolean): Promise<UnitState> {
@@ -30,20 +31,25 @@ async function reloadIfUnitFilesChanged(ctx: ConvergeContext, runtime: ServiceAp
 
 interface Wanted {
   action?: UnitAction;
-  /** Why the action: the resources named in restartOn that this apply changed. */
+  /** Why the action: the resources named in restartOn that this apply changed (or an earlier one, its restart held off). */
   because?: string[];
   enable?: boolean;
+  /** Whether the restart (or reload) may go now, as the service's lock says. */
+  gate?: Gate;
 }
 
 function decide(resource: ServiceResource, state: UnitState, ctx: ConvergeContext): Wanted {
   const wanted: Wanted = {};
   const up = isRunning(state) || isStarting(state);
   if (resource.state === 'running') {
-    const changed = (resource.restartOn ?? []).filter((id) => ctx.changed.has(id));
+    // A restart held off by the lock is still due while the newest declaration names what changed in restartOn.
+    const waiting = ctx.store.state.records[resource.id]?.deferred;
+    const changed = (resource.restartOn ?? []).filter((id) => ctx.changed.has(id) || waiting?.because?.includes(id) === true);
     if (!up) wanted.action = 'start';
     else if (changed.length > 0) {
       wanted.action = resource.reload ? 'reload' : 'restart';
       wanted.because = changed;
+      wanted.gate = gateOf(resource, waiting, ctx.locks, ctx.now(), changed);
     }
   } else if (up) wanted.action = 'stop';
   if (resource.enabled !== undefined) {
@@ -62,9 +68,17 @@ function changesOf(w: Wanted): Change[] {
   return changes;
 }
 
-/** A service's step: an update when something changes, none otherwise. */
-const stepFor = (resource: ServiceResource, changes: Change[], more?: Omit<Checked, 'step' | 'verb'>): Checked =>
-  checkedOf(resource, resource.unit, changes.length > 0 ? 'update' : 'none', changes, more);
+/** A service's step: an update when something changes, none otherwise; what its lock did said beside it. */
+const stepFor = (resource: ServiceResource, changes: Change[], more?: Omit<Checked, 'step' | 'verb'>, gate?: Gate): Checked =>
+  checkedOf(resource, resource.unit, changes.length > 0 ? 'update' : 'none', changes, { ...more, ...lockSaid(gate?.note) });
+
+/** A restart held off, kept on the record; a record that kept one no longer due is made again without it. */
+function heldOff(resource: ServiceResource, ctx: ConvergeContext, w: Wanted): Omit<Checked, 'step' | 'verb'> {
+  const record = ctx.store.state.records[resource.id];
+  if (record?.deferred === undefined || w.gate !== undefined) return {};
+  const { deferred: _, ...rest } = record;
+  return { remember: rest };
+}
 
 /**
  * The service handler over the host's way to its service manager: the manager is chosen when an apply
@@ -104,7 +118,7 @@ export function serviceHandler(host: ServiceRuntime): ResourceHandler<ServiceRes
 
 async function converge(resource: ServiceResource, ctx: ConvergeContext, apply: boolean, runtime: ServiceApply): Promise<Checked> {
   const unit = resource.unit;
-  const record = () => ctx.store.record({ id: resource.id, type: 'service', target: unit, origin: ctx.origin, created: true, appliedAt: ctx.now() });
+  const record = (deferred?: Waiting) => ctx.store.record({ id: resource.id, type: 'service', target: unit, origin: ctx.origin, created: true, ...(deferred ? { deferred } : {}), appliedAt: ctx.now() });
   if (!apply) {
     const state = await stateOf(runtime, unit, false);
     if (!exists(state)) {
@@ -114,7 +128,8 @@ async function converge(resource: ServiceResource, ctx: ConvergeContext, apply: 
       const changes = changesOf(w);
       return stepFor(resource, changes.length ? changes : [{ kind: 'check' }], { detail: `${unit} is not loaded yet (LoadState=not-found)` });
     }
-    return stepFor(resource, changesOf(decide(resource, state, ctx)));
+    const w = decide(resource, state, ctx);
+    return stepFor(resource, changesOf(w), heldOff(resource, ctx, w), w.gate);
   }
 
   await reloadIfUnitFilesChanged(ctx, runtime);
@@ -125,6 +140,11 @@ async function converge(resource: ServiceResource, ctx: ConvergeContext, apply: 
   const w = decide(resource, state, ctx);
   if (w.action === 'stop') await runtime.manager.act(unit, 'stop');
   if (w.enable !== undefined) await runtime.manager.setEnabled(unit, w.enable);
+  // Every other change is made; the restart waits for the lock, kept on the record.
+  if (w.gate?.go === false) {
+    record(w.gate.waiting);
+    return stepFor(resource, changesOf(w), {}, w.gate);
+  }
   if (w.action && w.action !== 'stop') {
     const actedAt = runtime.clock.monotonic();
     await runtime.manager.act(unit, w.action);
@@ -139,7 +159,7 @@ async function converge(resource: ServiceResource, ctx: ConvergeContext, apply: 
     runtime.watched.push({ resource: resource.id, unit, actedAt, watcher });
   }
   record();
-  return stepFor(resource, changesOf(w));
+  return stepFor(resource, changesOf(w), {}, w.gate);
 }
 
 async function remove(record: ResourceRecord, ctx: ConvergeContext, apply: boolean, runtime: ServiceApply): Promise<Checked> {

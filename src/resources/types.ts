@@ -9,6 +9,8 @@ import type { RootedFs } from './rooted-fs.js';
 import type { WriteBatch } from './write-batch.js';
 import type { Amendment } from './write-commit.js';
 import { NO_CHANGES, type Change } from './changes.js';
+import type { LockNote } from '../inhibit/defer.js';
+import type { LockReader } from '../inhibit/lock.js';
 
 /** What a check decided for one resource: the word a step's line leads with. */
 export type Verb = 'create' | 'update' | 'take' | 'hold' | 'remove' | 'leave' | 'none';
@@ -22,11 +24,14 @@ export interface Step {
   changes: readonly Change[];
 }
 
-export type StepStatus = 'done' | 'unchanged' | 'failed' | 'skipped' | 'held';
+/** `deferred`: a restart or replacement held off by the resource's lock (its `lock` says by whom). */
+export type StepStatus = 'done' | 'unchanged' | 'failed' | 'skipped' | 'held' | 'deferred';
 
 export interface StepResult extends Step {
   status: StepStatus;
   detail?: string;
+  /** What the resource's lock did to this step: held it off, was stale, was waited on past its bound, was released. */
+  lock?: LockNote;
 }
 
 export interface Checked {
@@ -39,6 +44,8 @@ export interface Checked {
   subject?: Subject;
   /** Said in the report beside the step (what was held, what was left). */
   detail?: string;
+  /** What the resource's lock did to its restart or replacement; `held`: that part of the step is deferred. */
+  lock?: LockNote;
   /**
    * A record the check would refresh (a file read whole and found as declared: how it looks now).
    * The check writes nothing: the apply records it, so a dry run leaves the store as it was.
@@ -110,6 +117,8 @@ export interface ConvergeContext {
   removing: Set<string>;
   /** What this apply changed so far (restartOn reads it). */
   changed: ChangeSet;
+  /** Reads a lock a resource names (inhibitWhile), under the host's root. */
+  locks: LockReader;
 }
 
 /** What a handler's look after the steps found: failures fail their steps; `said` goes into the report. */

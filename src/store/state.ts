@@ -1,6 +1,7 @@
 import type { Mark } from '../declaration/order.js';
 import type { Mode, ResourceType } from '../declaration/schema.js';
 import type { Pause } from '../../machines/pause.js';
+import type { Waiting } from '../inhibit/defer.js';
 
 /** Where a record came from: only records of a declaration's own origin are removed by it. */
 export type Origin = 'local' | 'mesh';
@@ -29,6 +30,8 @@ export interface ResourceRecord {
    * long its stop may take when it is removed, and the container found under its name and taken.
    */
   container?: { id: string; spec: string; stopTimeout?: number; original?: OriginalContainer };
+  /** A restart or replacement its lock holds off: kept until it is done or no longer due (across restarts). */
+  deferred?: Waiting;
   appliedAt: string;
 }
 
