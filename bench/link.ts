@@ -1,63 +1,33 @@
-import { execFileSync } from 'node:child_process';
-import { connect } from '@nats-io/transport-node';
-import { Kvm } from '@nats-io/kv';
-import { sign } from '../src/declaration/envelope.js';
-import { DECLARATIONS_BUCKET } from '../src/link/wire.js';
-import type { Resource } from '../src/declaration/schema.js';
-import { enrolledHost, unitNodeFlags } from '../test/support/daemon.js';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
+import { unitNodeFlags } from '../test/support/daemon.js';
 import { cpuTicks, fmt, loadAverage, median, percentile, rssMb, statusMb } from './stats.js';
 import { MEMORY_ENV } from '../src/release/units.js';
+import { linkedHost } from './link-host.js';
+import { traceDeliveries } from './link-trace.js';
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function daemonPid(): number {
-  // The daemon is the only `mesh-host run` child of this process: found by its command line.
-  const out = execFileSync('pgrep', ['-P', String(process.pid), '-f', 'mesh-host run'], { encoding: 'utf8' });
-  return Number(out.trim().split('\n')[0]);
-}
-
 const load = () => loadAverage();
 
-/** Delivery-to-report latency over loopback, the daemon's RSS over 1,000 applies, its idle CPU. */
+/** Delivery-to-report latency over loopback, the daemon's RSS over 1,000 applies, its idle CPU, and where a delivery's time goes. */
 export async function benchLink(): Promise<string[]> {
   const unavailable = natsUnavailable();
   if (unavailable) return ['## The link', '', `Not measured: ${unavailable}.`];
   const loadBefore = load();
   const server = await NatsServer.start();
-  const files: Resource[] = [{ type: 'directory', id: 'app', path: '/srv/app' }, ...Array.from({ length: 100 }, (_, i): Resource => ({ type: 'file', id: `f${i}`, path: `/srv/app/f${i}.conf`, content: `key = ${i}\n` }))];
   const nodeFlags = unitNodeFlags();
   // The unit's environment too (its malloc settings): the daemon is spawned with this process's environment.
   for (const assignment of MEMORY_ENV) {
     const [name, value] = assignment.split('=') as [string, string];
     process.env[name] = value;
   }
-  const h = await enrolledHost([server.url], { resources: files, config: { reconcileIntervalMs: 3_600_000 }, nodeFlags, logLevel: 'info' });
+  const linked = await linkedHost(server.url, nodeFlags).catch(async (err: Error) => {
+    await server.stop();
+    throw err;
+  });
   try {
-    await h.start();
-    await h.waitForReports(1);
-    const pid = daemonPid();
-    const nc = await connect({ servers: [server.url] });
-    const waiting = new Map<number, () => void>();
-    nc.subscribe(`mesh.report.${h.node}`, {
-      callback: (_e, m) => {
-        const r = JSON.parse(m.string()) as { declaration?: { sequence: number } };
-        waiting.get(r.declaration?.sequence ?? -1)?.();
-      },
-    });
-    const kv = await new Kvm(nc).open(DECLARATIONS_BUCKET);
-    let sequence = 1;
-    const deliver = async () => {
-      const s = ++sequence;
-      // Signed before the clock starts: what is measured is the host, not the control side's signing.
-      const envelope = JSON.stringify(await sign(Buffer.from(JSON.stringify({ version: 1, node: h.node, mode: 'converged', epoch: 1, sequence: s, resources: files })), h.seed));
-      const arrived = new Promise<void>((resolve) => waiting.set(s, resolve));
-      const t = performance.now();
-      await kv.put(h.node, envelope);
-      await arrived;
-      waiting.delete(s);
-      return performance.now() - t;
-    };
+    const { pid } = linked;
+    const deliver = async () => (await linked.deliver()).ms;
     for (let i = 0; i < 20; i++) await deliver(); // warm
     const latencies: number[] = [];
     for (let i = 0; i < 250; i++) latencies.push(await deliver());
@@ -78,7 +48,8 @@ export async function benchLink(): Promise<string[]> {
     const before = cpuTicks(pid);
     await wait(60_000);
     const idleCpuMs = ((cpuTicks(pid) - before) / hz) * 1000;
-    await nc.close();
+    await linked.close();
+    const breakdown = await traceDeliveries(server.url, nodeFlags, 250);
     return [
       '## The link (a real nats-server on loopback, `mesh-host run` as a process)',
       '',
@@ -107,9 +78,18 @@ export async function benchLink(): Promise<string[]> {
       'over 100 ms at a time, so V8 chooses there). The compaction costs the p99 above about 15-20 ms against the same settings',
       'without it (63-65 MB then). Before the last three and the unit\'s malloc settings, a daemon applying back to back held',
       '69-71 MB (old-generation pages 15 MB for 9 MB of objects), and before the second it went up and down between 73 and 88 MB.',
+      '',
+      '### Where a delivery\'s time goes',
+      '',
+      'A second daemon, run the same way, with a listener of its delivery marks loaded (`node --import',
+      'dist/bench/delivery-trace.js`; the marks go to a diagnostics channel, which costs the daemon as shipped one',
+      'property read each), 250 deliveries after 20 to warm it. Each row is the stretch from one mark to the next;',
+      'the medians and p99s of the rows do not add up to the whole\'s, their means do.',
+      '',
+      ...breakdown,
     ];
   } finally {
-    await h.cleanup();
+    await linked.close();
     await server.stop();
   }
 }

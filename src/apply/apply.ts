@@ -23,6 +23,7 @@ import type { ManagerChoice } from '../services/choose.js';
 import type { Outbox } from '../report/outbox.js';
 import { settleFoundFirewall, type FirewallEnv, type Settled } from '../firewall/settle.js';
 import type { RefusalKind, Subject } from '../system/errors.js';
+import { markStep } from '../system/trace.js';
 
 /** Everything an apply needs from the host, passed in. */
 export interface HostEnv {
@@ -97,6 +98,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
   try {
     const ctx = contextOf(env, request, fs);
     const planned = await planDeclaration(declaration, ctx, env.handlers);
+    markStep('planned');
     if (planned.refused !== undefined) return refusedBy({ kind: 'unappliable', reason: `${planned.refused}; nothing was touched`, details: [] });
     const plan = withLazySteps<Plan>({ steps: [], ...(request.diff ? { diffs: await planDiffs(planned, fs) } : {}) }, () => planSteps(planned).map(readable));
     request.onPlan?.(plan);
@@ -117,7 +119,9 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
       said.push(store.state.mode === undefined ? `mode recorded: ${declaration.mode}` : `mode changed by the mesh: ${store.state.mode} → ${declaration.mode}`);
     }
     const outcome = await applyPlan(planned, ctx);
+    markStep('applied');
     const report = await reportOf(env, request, outcome, [...said, ...outcome.said], startedAt);
+    markStep('reported');
     // Whether to speak depends on what changed, never on the unchanged: their steps are not made for it.
     const speaks = shouldSpeak({ trigger: report.trigger, outcome: report.outcome, steps: outcome.changed, facts: report.facts }, store.state.lastFingerprint) || (request.found?.length ?? 0) > 0;
     recordApply(store, report, speaks);
@@ -208,12 +212,14 @@ async function keepReport(env: HostEnv, report: Report, speaks: boolean): Promis
   if (speaks && env.outbox) {
     try {
       await env.outbox.addAsync(report);
+      markStep('outboxed');
     } catch (err) {
       failures.push(`the report could not be kept in the outbox (${code(err)}): the mesh will not hear of this apply`);
     }
   }
   try {
     await env.store.saveAsync();
+    markStep('saved');
   } catch (err) {
     failures.push(`the store could not be saved (${code(err)}): the machine holds what was applied, the record on disk is the one before this apply`);
   }

@@ -11,6 +11,7 @@ import { checkPlanRequest, previewDeclaration } from '../apply/preview.js';
 import { hostInventory } from '../host/inventory.js';
 import { REPORT_HEADROOM } from '../report/outbox.js';
 import { refused } from '../system/errors.js';
+import { markStep } from '../system/trace.js';
 import { letGo } from '../system/yielder.js';
 import { watchOutbox } from './outbox-watch.js';
 import { watchPause } from './pause-watch.js';
@@ -52,6 +53,7 @@ export function daemonImplementations(parts: DaemonParts): Implementations {
 /** The delivery the machine kept: the bytes the intake verified, written durably before it is applied. */
 function keepDelivery(parts: DaemonParts, delivery: Delivery): void {
   parts.kept.keepDelivered(delivery, parts.now.config);
+  markStep('kept');
   parts.options.log.info({ revision: delivery.revision, ...markOf(delivery) }, 'link: delivery kept and enqueued');
 }
 
@@ -176,9 +178,11 @@ function applyWorker(parts: DaemonParts) {
     const { clock, log } = parts.options;
     // Started inside the turn that kept the delivery: the loop is let go before the apply's own work.
     await letGo();
+    markStep('worker');
     const started = clock.monotonic();
     const output = await parts.store
       .run(input.kind === 'refusals' ? 'refusal' : 'apply', async (s) => {
+        markStep('locked');
         // How many resources the apply goes through: what the store holds, or the kept declaration, if more.
         parts.fitHeap(Math.max(parts.kept.resourcesKept(), Object.keys(s.state.records).length));
         const out = await runWork({ config: () => parts.now.config, kept: parts.kept, outbox: parts.outbox, env: parts.env, clock }, s, input);
@@ -189,7 +193,9 @@ function applyWorker(parts: DaemonParts) {
         log.error({ err, work: input.kind }, 'the worker could not run');
         throw err;
       });
+    markStep('unlocked');
     await parts.metrics.written();
+    markStep('done');
     return output;
   });
 }
@@ -197,11 +203,13 @@ function applyWorker(parts: DaemonParts) {
 function reportSender(parts: DaemonParts) {
   return fromPromise<void, ReportRef>(async ({ input }) => {
     const { log } = parts.options;
+    markStep('sending');
     // Fitted under the server's limit (less room for the subject and headers); gone means folded into
     // a later one, or acknowledged already.
     const published = await parts.link.publish(input.sequence, (limit) => parts.outbox.message(input.sequence, limit - REPORT_HEADROOM));
     if (!published.sent) return void log.debug({ report: input.sequence }, 'link: report folded into a later one; nothing to send');
     await parts.outbox.remove(input.sequence);
+    markStep('removed');
     log.debug({ report: input.sequence, duplicate: published.duplicate, bytes: published.bytes }, 'link: report acknowledged');
   });
 }

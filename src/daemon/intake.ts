@@ -5,6 +5,7 @@ import { markOf } from '../declaration/order.js';
 import type { DeclarationValue } from '../link/session.js';
 import { HostError, refused } from '../system/errors.js';
 import type { Logger } from '../system/log.js';
+import { markStep } from '../system/trace.js';
 
 export interface IntakeDeps {
   config: () => HostConfig;
@@ -44,6 +45,7 @@ export class DeliveryIntake {
       if (!(err instanceof HostError) || err.kind === undefined) throw err;
       return this.deps.refuse({ kind: err.kind, message: [err.message, ...err.details].join('; ') });
     }
+    markStep('verified');
     this.deps.remember(received);
     this.deps.deliver({ ...markOf(received.declaration, received.digest), revision });
   }

@@ -8,6 +8,7 @@ import { reconcileSource, type KeptDeclaration } from '../host/kept.js';
 import type { Outbox } from '../report/outbox.js';
 import type { Store } from '../store/store.js';
 import { HostError } from '../system/errors.js';
+import { markStep } from '../system/trace.js';
 
 export interface WorkerDeps {
   config: () => HostConfig;
@@ -59,6 +60,7 @@ export async function runWork(deps: WorkerDeps, store: Store, work: Work): Promi
     reportRefusal(env, { kind: err.kind, message: [err.message, ...err.details].join('; '), trigger });
     return outputOf(store, deps.outbox);
   }
+  markStep('source');
   const { received, mayChangeMode } = source;
   // A delivery is the mesh changing what it says: the apply says a mode it changes; a repair is a reconcile's to say.
   const said = work.kind === 'delivery' ? [] : source.said;

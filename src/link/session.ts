@@ -7,6 +7,7 @@ import { connectLink, type LinkSettings } from './connect.js';
 import { DECLARATIONS_BUCKET, declarationSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
 import type { ReportSigner } from './report-trust.js';
 import { lazy } from '../system/interop.js';
+import { markStep } from '../system/trace.js';
 
 export interface DeclarationValue {
   bytes: Uint8Array;
@@ -158,6 +159,7 @@ export class LinkSession {
         if (err || this.closed) return;
         const operation = msg.headers?.get('KV-Operation');
         if (operation === 'DEL' || operation === 'PURGE') return;
+        markStep('notice');
         this.heardAgain = true;
         if (!this.readingHeard) void this.readHeard();
       },
@@ -192,7 +194,9 @@ export class LinkSession {
   private async reread(why: string): Promise<boolean> {
     if (!this.kv || this.closed) return false;
     try {
+      markStep('read');
       const entry = await this.kv.get(this.options.node);
+      markStep('got');
       if (entry && entry.operation === 'PUT') this.deliver({ bytes: entry.value, revision: entry.revision });
       return true;
     } catch (err) {
@@ -265,7 +269,9 @@ export class LinkSession {
     const { headers } = await lazy(import('@nats-io/transport-node'));
     const signature = headers();
     for (const [name, value] of Object.entries(this.options.signer?.headersFor(bytes) ?? {})) signature.set(name, value);
+    markStep('signed');
     const ack = await this.js.publish(reportSubject(this.options.node), bytes, { msgID: reportMessageId(this.options.node, sequence), timeout: 5000, headers: signature });
+    markStep('acknowledged');
     return { duplicate: ack.duplicate };
   }
 

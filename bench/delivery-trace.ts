@@ -1,0 +1,39 @@
+/**
+ * Loaded into a daemon by the link benchmark (`node --import` this file): it listens to the daemon's
+ * delivery marks (src/system/trace.ts) and appends each delivery's, once its report left the outbox,
+ * as one JSON line to the file named by MESH_HOST_TRACE_FILE. Nothing of the host loads it.
+ */
+import { appendFileSync } from 'node:fs';
+import { subscribe } from 'node:diagnostics_channel';
+import type { DeliveryMark, DeliveryStep } from '../src/system/trace.js';
+
+/** One delivery's marks: the first time of each step, and how many reads of the key it took. */
+export interface TracedDelivery {
+  at: Partial<Record<DeliveryStep, number>>;
+  reads: number;
+}
+
+const file = process.env.MESH_HOST_TRACE_FILE;
+const open: TracedDelivery[] = [];
+// The worker's steps end at 'done', the sender's at 'removed': the next delivery's notice may come
+// before the last one's acknowledgement, so each step goes to the oldest delivery still short of it.
+const SENDER: DeliveryStep[] = ['sending', 'signed', 'acknowledged', 'removed'];
+
+if (file) {
+  subscribe('mesh-host:delivery', (message) => {
+    const { step, at } = message as DeliveryMark;
+    if (step === 'notice') return void open.push({ at: { notice: at }, reads: 0 });
+    const last = SENDER.includes(step) ? 'removed' : 'done';
+    // A read of the key that found no newer value is tried again: the last read before the check counts.
+    const again = step === 'read' || step === 'got';
+    const delivery = open.find((d) => d.at[last] === undefined && (d.at[step] === undefined || (again && d.at.verified === undefined)));
+    if (!delivery) return;
+    if (step === 'read') delivery.reads++;
+    if (again) delivery.at[step] = at;
+    else delivery.at[step] ??= at;
+    if (step === 'removed') {
+      open.splice(open.indexOf(delivery), 1);
+      appendFileSync(file, `${JSON.stringify(delivery)}\n`);
+    }
+  });
+}

@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { DeliveryStep } from '../src/system/trace.js';
+import type { TracedDelivery } from './delivery-trace.js';
+import { linkedHost, type Delivered } from './link-host.js';
+import { fmt, median, percentile } from './stats.js';
+import { scratch } from '../test/support/tree.js';
+
+type Instant = DeliveryStep | 'put' | 'heard';
+
+/** Each stretch of a delivery, from one mark to the next, and what happens in it. */
+const STRETCHES: Array<[Instant, Instant, string]> = [
+  ['put', 'notice', 'the put stored by the server and its notice to the daemon (both processes\' clocks)'],
+  ['notice', 'read', 'to the read of the key (and any read that found no newer value yet, with its back-off)'],
+  ['read', 'got', 'the direct get of the key, a round trip to the server'],
+  ['got', 'verified', "the intake: the envelope's signature checked, the declaration parsed and validated"],
+  ['verified', 'kept', 'the lifecycle takes the delivery; `declared.json` written durably, the revision hint'],
+  ['kept', 'worker', 'the worker started, the event loop let go once'],
+  ['worker', 'locked', 'the lock taken, the store of the last run checked and used again'],
+  ['locked', 'source', 'the kept declaration read again and its digest compared'],
+  ['source', 'planned', 'the gate and the plan: 101 resources looked at (lstat, read, compare)'],
+  ['planned', 'applied', 'the apply (nothing to change)'],
+  ['applied', 'reported', "the report made (the links' facts)"],
+  ['reported', 'outboxed', 'the report written to the outbox durably (and its whole copy)'],
+  ['outboxed', 'saved', "the store's head saved durably"],
+  ['saved', 'unlocked', 'the lock let go'],
+  ['unlocked', 'done', "the metrics' file written"],
+  ['done', 'sending', 'the lifecycle takes the worker\'s output and starts the sender'],
+  ['sending', 'signed', 'the outbox entry read back, fitted and signed'],
+  ['signed', 'heard', 'the JetStream publish until the control side hears the report (both clocks)'],
+];
+
+/** After the report is heard, overlapping the next delivery. */
+const AFTER: Array<[Instant, Instant, string]> = [
+  ['heard', 'acknowledged', "the stream's acknowledgement back at the daemon (both clocks)"],
+  ['acknowledged', 'removed', 'the report removed from the outbox (unlink, directory fsync)'],
+];
+
+/**
+ * Where a delivery's time goes: a second daemon, the same flags, with the trace listener loaded
+ * (bench/delivery-trace.ts); the median and p99 of each stretch between two marks over `count` deliveries.
+ */
+export async function traceDeliveries(url: string, nodeFlags: string[], count: number): Promise<string[]> {
+  const s = scratch('mesh-host-trace-');
+  const file = join(s.dir, 'trace.jsonl');
+  process.env.MESH_HOST_TRACE_FILE = file;
+  const listener = pathToFileURL(join(import.meta.dirname, 'delivery-trace.js')).href;
+  const linked = await linkedHost(url, [...nodeFlags, '--import', listener]).finally(() => delete process.env.MESH_HOST_TRACE_FILE);
+  const seen: Delivered[] = [];
+  try {
+    for (let i = 0; i < 20; i++) await linked.deliver(); // warm
+    for (let i = 0; i < count; i++) seen.push(await linked.deliver());
+    // The last report's removal follows its publish.
+    await new Promise((r) => setTimeout(r, 500));
+  } finally {
+    await linked.close();
+  }
+  const traced = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as TracedDelivery).slice(-count);
+  s.cleanup();
+  const at = (i: number, instant: Instant) => (instant === 'put' ? seen[i]!.putAt : instant === 'heard' ? seen[i]!.heardAt : traced[i]!.at[instant]);
+  const row = ([from, to, what]: [Instant, Instant, string]) => {
+    const spans = traced.flatMap((_, i) => {
+      const a = at(i, from);
+      const b = at(i, to);
+      return a === undefined || b === undefined ? [] : [b - a];
+    });
+    return `| ${from} → ${to} | ${what} | ${fmt(median(spans))} | ${fmt(percentile(spans, 99))} | ${fmt(spans.reduce((x, y) => x + y, 0) / spans.length)} |`;
+  };
+  const totals = seen.map((d) => d.ms);
+  const reread = traced.filter((d) => d.reads > 1).length;
+  return [
+    '| stretch | what happens | median ms | p99 ms | mean ms |',
+    '| --- | --- | ---: | ---: | ---: |',
+    ...STRETCHES.map(row),
+    `| put → heard | the whole, as the control side timed it | ${fmt(median(totals))} | ${fmt(percentile(totals, 99))} | ${fmt(totals.reduce((x, y) => x + y, 0) / totals.length)} |`,
+    ...AFTER.map(row),
+    '',
+    `${traced.length} deliveries traced; ${reread} of them read the key more than once (the notice came before the stream had stored the put).`,
+  ];
+}
