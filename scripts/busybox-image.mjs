@@ -1,14 +1,16 @@
 // Makes an image archive as `docker save` does (manifest.json, the image's config, one layer), offline,
 // from busybox-static's one binary and a link for each of its applets: an image for try.sh that needs
 // neither a registry nor an engine to build, and the container tests' images (a label makes each its own).
-// Usage: node scripts/busybox-image.mjs OUT.tar [REPO:TAG] [LABEL=VALUE]
+// Usage: node scripts/busybox-image.mjs OUT.tar [REPO:TAG] [LABEL=VALUE] [HEALTHCHECK]
+// HEALTHCHECK is the image config's Healthcheck as JSON, as a Dockerfile's HEALTHCHECK makes it
+// ({"Test":["CMD-SHELL","..."],"Interval":NS,"StartPeriod":NS,"Retries":N}, durations in nanoseconds).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const [out, tag = 'localhost/busybox:try', label] = process.argv.slice(2);
-if (!out) throw new Error('usage: node scripts/busybox-image.mjs OUT.tar [REPO:TAG] [LABEL=VALUE]');
+const [out, tag = 'localhost/busybox:try', label, healthcheck] = process.argv.slice(2);
+if (!out) throw new Error('usage: node scripts/busybox-image.mjs OUT.tar [REPO:TAG] [LABEL=VALUE] [HEALTHCHECK]');
 const labels = label ? Object.fromEntries([label.split(/=(.*)/s).slice(0, 2)]) : undefined;
 const work = mkdtempSync('/tmp/mesh-busybox-image-');
 try {
@@ -28,7 +30,7 @@ try {
     architecture: 'amd64',
     os: 'linux',
     created: '1970-01-01T00:00:00Z',
-    config: { Cmd: ['/bin/sh'], Env: ['PATH=/bin'], ...(labels ? { Labels: labels } : {}) },
+    config: { Cmd: ['/bin/sh'], Env: ['PATH=/bin'], ...(labels ? { Labels: labels } : {}), ...(healthcheck ? { Healthcheck: JSON.parse(healthcheck) } : {}) },
     rootfs: { type: 'layers', diff_ids: [`sha256:${layer}`] },
   });
   const configName = `${createHash('sha256').update(config).digest('hex')}.json`;

@@ -174,6 +174,6 @@ async function watch(r: ContainerResource, id: string, action: string, env: Cont
   const watched = { resource: r.id, id, name: r.name, action, actedAt, secrets };
   if (!first) throw new Error(`container ${r.name} is gone right after its ${action}`);
   const why = firstLookVerdict(first);
-  if (why) throw new Error(await failureOf(run.engine, watched, why, env.clock.monotonic() - actedAt));
+  if (why) throw new Error(await failureOf(run.engine, watched, why, env.clock.monotonic() - actedAt, first));
   run.watched.push({ ...watched, first });
 }

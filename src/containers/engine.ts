@@ -24,6 +24,8 @@ export interface Inspected extends Listed {
   restartCount: number;
   /** The health check's status (starting, healthy, unhealthy), when the image has one. */
   health?: string;
+  /** What the last health check printed (its last line), when one has run and printed anything. */
+  healthOutput?: string;
 }
 
 /** What the host creates: every field of the normalized spec, in the engine's terms. */
@@ -93,7 +95,9 @@ export function demuxLog(buffer: Buffer): string {
 }
 
 function inspected(info: Dockerode.ContainerInspectInfo): Inspected {
-  const health = (info.State as { Health?: { Status?: string } }).Health?.Status;
+  const checks = (info.State as { Health?: { Status?: string; Log?: Array<{ Output?: string }> | null } }).Health;
+  const health = checks?.Status;
+  const healthOutput = checks?.Log?.at(-1)?.Output?.trim().split('\n').at(-1);
   return {
     id: info.Id,
     name: info.Name.replace(/^\//, ''),
@@ -104,6 +108,7 @@ function inspected(info: Dockerode.ContainerInspectInfo): Inspected {
     startedAt: info.State.StartedAt,
     restartCount: info.RestartCount,
     ...(health ? { health } : {}),
+    ...(healthOutput ? { healthOutput } : {}),
   };
 }
 

@@ -38,8 +38,8 @@ export function containerHandler(env: ContainerEnv): ResourceHandler<ContainerRe
       if (!run || run.watched.length === 0) return undefined;
       const watched = run.watched;
       run.watched = [];
-      const failures = await secondLook(run.engine, env.clock, env.pauseMs, watched);
-      return { failures, said: [`second look at container${watched.length === 1 ? '' : 's'} ${watched.map((w) => w.name).join(', ')} after a pause of ${env.pauseMs} ms`] };
+      const { failures, said } = await secondLook(run.engine, env.clock, env.pauseMs, watched);
+      return { failures, said: [`second look at container${watched.length === 1 ? '' : 's'} ${watched.map((w) => w.name).join(', ')} after a pause of ${env.pauseMs} ms`, ...said] };
     },
   };
 }

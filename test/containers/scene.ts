@@ -27,6 +27,8 @@ export interface Scene {
   report(resources: Resource[], options?: { mode?: Mode; request?: Partial<ApplyRequest> }): Promise<ReturnType<typeof reportOf>>;
   /** `podman inspect --format` of a container, inside the engine's machine. */
   inspect(name: string, format: string): Promise<string>;
+  /** This test's applies pause this long before the second look (PAUSE_MS unless set). */
+  setPause(ms: number): void;
 }
 
 export const PAUSE_MS = 1000;
@@ -50,20 +52,21 @@ export function useContainerScene(): Scene {
     });
   });
   afterAll(async () => scene.podman?.stop());
+  const handlers = (host: TestHost, pauseMs: number) => ({
+    ...BASE_HANDLERS,
+    container: containerHandler({
+      node: 'test-node',
+      stateDir: host.stateDir,
+      engine: async () => scene.engine,
+      clock: systemClock,
+      pauseMs,
+      archiveLimits: DEFAULT_ARCHIVE_LIMITS,
+      objects: () => scene.objects,
+    }),
+  });
   beforeEach(() => {
     const host = testHost();
-    host.env.handlers = {
-      ...BASE_HANDLERS,
-      container: containerHandler({
-        node: 'test-node',
-        stateDir: host.stateDir,
-        engine: async () => scene.engine,
-        clock: systemClock,
-        pauseMs: PAUSE_MS,
-        archiveLimits: DEFAULT_ARCHIVE_LIMITS,
-        objects: () => scene.objects,
-      }),
-    };
+    host.env.handlers = handlers(host, PAUSE_MS);
     scene.host = host;
     scene.engine.listings = 0;
     delete scene.objects;
@@ -75,6 +78,7 @@ export function useContainerScene(): Scene {
   scene.apply = (resources, options = {}) => scene.host.apply(declaration(resources, { sequence: ++sequence, mode: options.mode ?? 'converged' }), options.request);
   scene.report = async (resources, options) => reportOf(await scene.apply(resources, options));
   scene.inspect = async (name, format) => (await scene.podman.podman(['inspect', '--format', format, name])).stdout.trim();
+  scene.setPause = (ms) => (scene.host.env.handlers = handlers(scene.host, ms));
   return scene;
 }
 

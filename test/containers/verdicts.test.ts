@@ -19,12 +19,14 @@ describe('the two looks at a container, decided on what they saw', () => {
     expect(lookVerdict(seen(), seen({ running: false, state: 'exited', exitCode: 3 }))).toBe('was running at the first look and is not at the second (exited, exit code 3, restarts 0)');
     expect(lookVerdict(seen(), seen({ startedAt: '2026-01-01T00:00:01Z' }))).toMatch(/^was restarted by the engine between the looks/);
     expect(lookVerdict(seen(), seen({ restartCount: 1 }))).toMatch(/^was restarted by the engine between the looks \(running, exit code 0, restarts 1\)/);
-    expect(lookVerdict(seen(), seen({ health: 'unhealthy' }))).toMatch(/health unhealthy/);
+    expect(lookVerdict(seen(), seen({ health: 'unhealthy' }))).toBe('is running but its health check fails at the second look (running, health unhealthy, exit code 0, restarts 0)');
     expect(lookVerdict(seen(), undefined)).toBe('is gone at the second look');
   });
   it('the first look fails a container already dead, not one the engine is restarting', () => {
     expect(firstLookVerdict(seen({ running: false, state: 'exited', exitCode: 1 }))).toMatch(/^is not running right after it was started/);
     expect(firstLookVerdict(seen({ running: false, state: 'restarting' }))).toBeUndefined();
+    expect(firstLookVerdict(seen({ health: 'unhealthy' }))).toMatch(/^is running but its health check fails right after it was started \(running, health unhealthy/);
+    expect(firstLookVerdict(seen({ health: 'starting' }))).toBeUndefined();
   });
 });
 

@@ -24,8 +24,8 @@ export interface Podman {
   /** A local image made from busybox-static (`localhost/busybox:base`), command `/bin/sh`, PATH /bin. */
   baseImage: string;
   podman(args: string[], timeoutMs?: number): Promise<RunResult>;
-  /** A new image of its own (its own id, a label says `variant`), pushed to the registry and gone from the engine: `REF@sha256:…`. */
-  pushImage(variant: string): Promise<string>;
+  /** A new image of its own (its own id, a label says `variant`; a health check if given), pushed to the registry and gone from the engine: `REF@sha256:…`. */
+  pushImage(variant: string, options?: { healthcheck?: ImageHealthcheck }): Promise<string>;
   /** A `podman save` archive of a new image of its own (not in the engine): its path and the name it carries. */
   saveImage(variant: string): Promise<{ path: string; name: string }>;
   stop(): Promise<void>;
@@ -47,10 +47,20 @@ export function podmanUnavailable(): string | undefined {
   return undefined;
 }
 
-/** An image archive made offline by the script try.sh uses, its own by its label (`variant=NAME`). */
-function busyboxImage(scratch: string, tag: string, variant?: string): string {
+/** An image's health check as its config holds it (what a Dockerfile's HEALTHCHECK makes): durations in nanoseconds. */
+export interface ImageHealthcheck {
+  Test: string[];
+  Interval?: number;
+  Timeout?: number;
+  StartPeriod?: number;
+  Retries?: number;
+}
+
+/** An image archive made offline by the script try.sh uses, its own by its label (`variant=NAME`), with a health check if given. */
+function busyboxImage(scratch: string, tag: string, variant?: string, healthcheck?: ImageHealthcheck): string {
   const out = join(scratch, `${tag.replace(/[^A-Za-z0-9]+/g, '-')}.tar`);
-  execFileSync(process.execPath, [join(projectDir, 'scripts/busybox-image.mjs'), out, tag, ...(variant ? [`variant=${variant}`] : [])]);
+  const extra = variant ? [`variant=${variant}`, ...(healthcheck ? [JSON.stringify(healthcheck)] : [])] : [];
+  execFileSync(process.execPath, [join(projectDir, 'scripts/busybox-image.mjs'), out, tag, ...extra]);
   return out;
 }
 
@@ -103,9 +113,9 @@ export async function startPodman(): Promise<Podman> {
     const baseImage = 'localhost/busybox:base';
     await must(podman(['load', '-i', busyboxImage(scratch, baseImage)]), 'podman load');
     await answers(socket, 30_000);
-    const variant = async (name: string): Promise<string> => {
+    const variant = async (name: string, healthcheck?: ImageHealthcheck): Promise<string> => {
       const local = `localhost/busybox-${name}:latest`;
-      await must(podman(['load', '-i', busyboxImage(scratch, local, name)]), 'podman load');
+      await must(podman(['load', '-i', busyboxImage(scratch, local, name, healthcheck)]), 'podman load');
       return local;
     };
     return {
@@ -115,8 +125,8 @@ export async function startPodman(): Promise<Podman> {
       registry: REGISTRY,
       baseImage,
       podman,
-      async pushImage(name) {
-        const local = await variant(name);
+      async pushImage(name, options = {}) {
+        const local = await variant(name, options.healthcheck);
         const remote = `${REGISTRY}/busybox-${name}`;
         const digestFile = join(scratch, `digest-${name}`);
         await must(podman(['push', '--digestfile', digestFile, local, `${remote}:latest`]), 'podman push');
