@@ -3,9 +3,10 @@ import { createPrivateKey, createPublicKey, randomBytes, sign, verify, type KeyO
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 /**
  * The nkey prefix bytes this project uses: an operator key ('O') signs declarations; a node key ('N',
- * the kind NATS calls a server key) is a host's own and signs its reports.
+ * the kind NATS calls a server key) is a host's own and signs its reports; a user key ('U') is a
+ * NATS user's, whose seed in a credentials file answers the server's challenge when connecting.
  */
-export const NKEY_KIND = { operator: { byte: 14 << 3, letter: 'O', name: 'operator' }, node: { byte: 13 << 3, letter: 'N', name: 'node' } } as const;
+export const NKEY_KIND = { operator: { byte: 14 << 3, letter: 'O', name: 'operator' }, node: { byte: 13 << 3, letter: 'N', name: 'node' }, user: { byte: 20 << 3, letter: 'U', name: 'user' } } as const;
 export type NkeyKind = keyof typeof NKEY_KIND;
 /** The prefix byte of a seed; the kind's byte follows it, spread over the next bits. */
 const SEED = 18 << 3;

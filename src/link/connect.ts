@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { Authenticator, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../system/log.js';
 import { lazy } from '../system/interop.js';
 import { refused } from '../system/errors.js';
 import type { LinkAuth } from '../config/link-auth.js';
+import { credsAuth } from './creds-auth.js';
 
 export interface LinkSettings extends LinkAuth {
   servers: string[];
@@ -27,9 +28,9 @@ export interface LinkSettings extends LinkAuth {
  * A command connects once, within a bound, and a failure names the servers and the reason.
  */
 export async function connectLink(settings: LinkSettings, log: Logger): Promise<NatsConnection> {
-  const { connect, credsAuthenticator, nkeyAuthenticator } = await lazy(import('@nats-io/transport-node'));
+  const { connect, nkeyAuthenticator } = await lazy(import('@nats-io/transport-node'));
   const authenticator = settings.creds
-    ? credsAuthenticator(readCredential(settings.creds, 'the credentials file'))
+    ? credsOf(settings.creds)
     : settings.nkeySeed
       ? nkeyAuthenticator(new TextEncoder().encode(readCredential(settings.nkeySeed, 'the nkey seed file').toString('utf8').trim()))
       : undefined;
@@ -61,6 +62,12 @@ export async function connectLink(settings: LinkSettings, log: Logger): Promise<
   // A daemon's connection is news; a command's is not.
   (persistent ? log.info.bind(log) : log.debug.bind(log))({ server: nc.getServer() }, 'link: connected');
   return nc;
+}
+
+function credsOf(path: string): Authenticator {
+  const auth = credsAuth(readCredential(path, 'the credentials file').toString('utf8'));
+  if (typeof auth === 'string') throw refused(`the credentials file ${path}: ${auth}`);
+  return auth;
 }
 
 function readCredential(path: string, what: string): Buffer {
