@@ -1,4 +1,4 @@
-import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, declarationSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportSubject, statusSubject } from './wire.js';
+import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, declarationSubject, declaredSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportSubject, statusSubject } from './wire.js';
 
 /** One subject a host's credentials allow, and why the host needs it. */
 export interface Grant {
@@ -28,6 +28,7 @@ export function hostGrants(node: string): Grant[] {
     { direction: 'publish', subject: `${api}.STREAM.MSG.GET.${objStream}`, why: "reads an archive's description (name, size, digest, chunk subject): archives are the fleet's, readable by every host" },
     { direction: 'publish', subject: `${api}.CONSUMER.CREATE.${objStream}.*.$O.${ARCHIVES_BUCKET}.C.*`, why: "reads an archive's chunks: an ordered consumer filtered on one object's chunk subject" },
     { direction: 'subscribe', subject: key, why: 'hears every put to its own key (the value as published, read back with its revision by a direct get); no consumer on the server' },
+    { direction: 'subscribe', subject: declaredSubject(node), why: "hears its site's notice of a put to its own key as the put reaches the site (behind a leaf node the put's own message stays at the hub); headers only" },
     { direction: 'subscribe', subject: `${hostInboxPrefix(node)}.>`, why: "its own replies: acknowledgements of its reports, answers of the JetStream API, the archive fetch's deliveries (it connects with this inbox prefix, so it cannot read another host's)" },
     { direction: 'subscribe', subject: statusSubject(node), why: 'answers status requests' },
     { direction: 'subscribe', subject: inventorySubject(node), why: 'answers inventory requests' },

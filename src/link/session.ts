@@ -4,8 +4,9 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Clock } from '../system/clock.js';
 import type { Logger } from '../system/log.js';
 import { connectLink, type LinkSettings } from './connect.js';
-import { DECLARATIONS_BUCKET, declarationSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
+import { DECLARATIONS_BUCKET, declarationSubject, declaredSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
 import type { ReportSigner } from './report-trust.js';
+import { HeardReads, noticeOf } from './notices.js';
 import { lazy } from '../system/interop.js';
 import { markStep } from '../system/trace.js';
 
@@ -59,9 +60,7 @@ export class LinkSession {
   private timers = new Set<() => void>();
   private subs: Subscription[] = [];
   private lastRevision = 0;
-  /** A put was heard while a read for an earlier one was still going: read again after it. */
-  private heardAgain = false;
-  private readingHeard = false;
+  private readonly heard = new HeardReads({ read: () => this.reread('put heard'), revision: () => this.lastRevision, pause: (ms) => this.pause(ms), closed: () => this.closed });
 
   constructor(private readonly options: LinkOptions, private readonly handlers: LinkHandlers) {}
 
@@ -149,45 +148,22 @@ export class LinkSession {
   }
 
   /**
-   * Every put to this node's key is also delivered to whoever listens on its subject; deletes and purges
-   * (marked by the KV-Operation header) say nothing to apply. What is heard is only a notice: the value
-   * applied is the one read back with its revision, which orders it.
+   * Every put to this node's key is also delivered to whoever listens on its subject; behind a site's
+   * leaf node that message stays at the hub, and the leaf announces the put on the node's notice subject
+   * as the put reaches the site. What is heard is only a notice: the value applied is the one read back
+   * with its revision, which orders it.
    */
   private listenForPuts(): void {
-    const sub = this.nc!.subscribe(declarationSubject(this.options.node), {
-      callback: (err, msg) => {
-        if (err || this.closed) return;
-        const operation = msg.headers?.get('KV-Operation');
-        if (operation === 'DEL' || operation === 'PURGE') return;
-        markStep('notice');
-        this.heardAgain = true;
-        if (!this.readingHeard) void this.readHeard();
-      },
-    });
-    this.subs.push(sub);
-  }
-
-  /**
-   * Reads the key until a revision newer than the last one delivered is there. The notice can come
-   * before the stream has stored the put (or, in a cluster, before the replica that answers the read has
-   * it), so an unchanged read is tried again a few times, backing off; a notice of a put the stream
-   * refused (a compare-and-set that lost) never brings a new revision, and the reads stop after ~25 s.
-   */
-  private async readHeard(): Promise<void> {
-    this.readingHeard = true;
-    try {
-      while (this.heardAgain && !this.closed) {
-        this.heardAgain = false;
-        const before = this.lastRevision;
-        for (let attempt = 0; attempt < 10 && !this.closed && !this.heardAgain; attempt++) {
-          await this.reread('put heard');
-          if (this.lastRevision > before) break;
-          await this.pause(25 * 2 ** attempt);
-        }
-      }
-    } finally {
-      // Set in the same turn as the loop's last look: a notice after it starts a new read.
-      this.readingHeard = false;
+    for (const subject of [declarationSubject(this.options.node), declaredSubject(this.options.node)]) {
+      const sub = this.nc!.subscribe(subject, {
+        callback: (err, msg) => {
+          if (err || this.closed) return;
+          const notice = noticeOf(msg.headers);
+          if (notice.read) markStep('notice');
+          this.heard.heard(notice);
+        },
+      });
+      this.subs.push(sub);
     }
   }
 

@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { StreamConfig } from '@nats-io/jetstream';
 import { lazy } from '../system/interop.js';
-import { ARCHIVES_BUCKET, DECLARATIONS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from './wire.js';
+import { ARCHIVES_BUCKET, DECLARATION_SUBJECTS, DECLARATIONS_STREAM, DECLARED_SUBJECTS, REPORTS_STREAM, REPORTS_SUBJECTS, SITE_NOTICES_STREAM } from './wire.js';
 
 /** The JetStream API of a domain, as a mirror or a source names it. */
 export const domainApi = (domain: string) => `$JS.${domain}.API`;
@@ -24,6 +24,15 @@ export interface SiteSetUp {
  * - on the leaf, a mirror of the hub's declarations bucket under the bucket's own stream name: a host
  *   of the site reads its key there with the same direct get as at the hub, during a cut too; after a
  *   cut the mirror catches up in the hub's order, so a host reads the newest value, never an older one;
+ * - on the leaf, the notices of puts: a stream that takes each put from the hub's bucket as the site's
+ *   copy does (one kept a key) and announces it, headers only, on the node's `mesh.declared.NODE`. A
+ *   put's own message never crosses the uplink (a leaf node in its own JetStream domain keeps `$KV.>`
+ *   on its side), so without it a site's host would hear of a put only at its next timed read; this way
+ *   it hears within milliseconds, and after a cut, of each put caught up. It takes the hub's bucket
+ *   itself rather than the site's copy: taken from the copy, it stopped after a cut and never caught
+ *   up (nats-server 2.9.10), so a notice can come just before the copy has the put, and the host reads
+ *   again until it does. It takes no publish of its own (no acknowledgement: a put made at the leaf by
+ *   mistake fails);
  * - on the leaf, a mirror of the archive store, so that archives a site's hosts fetch come from the site;
  * - on the leaf, a reports stream that acknowledges the site's reports, so a host's outbox empties
  *   during a cut, and that the hub's reports stream sources, in the order stored and each once, from
@@ -39,6 +48,10 @@ export async function ensureSite(nc: NatsConnection, site: string, hubDomain: st
   const fromHub = (name: string) => ({ name, external: { api: domainApi(hubDomain), deliver: '' } });
   const leafParts: Array<{ what: string; config: Partial<StreamConfig> & { name: string } }> = [
     { what: `the site's copy of ${DECLARATIONS_STREAM}`, config: { name: DECLARATIONS_STREAM, mirror: fromHub(DECLARATIONS_STREAM), allow_direct: true, max_msgs_per_subject: 1 } },
+    {
+      what: `the site's notices of puts (${SITE_NOTICES_STREAM})`,
+      config: { name: SITE_NOTICES_STREAM, subjects: [DECLARATION_SUBJECTS], sources: [fromHub(DECLARATIONS_STREAM)], max_msgs_per_subject: 1, no_ack: true, republish: { src: DECLARATION_SUBJECTS, dest: DECLARED_SUBJECTS, headers_only: true } },
+    },
     { what: `the site's copy of OBJ_${ARCHIVES_BUCKET}`, config: { name: `OBJ_${ARCHIVES_BUCKET}`, mirror: fromHub(`OBJ_${ARCHIVES_BUCKET}`), allow_direct: true } },
     { what: `the site's ${REPORTS_STREAM}`, config: { name: REPORTS_STREAM, subjects: [REPORTS_SUBJECTS], duplicate_window: DUPLICATE_WINDOW_NS, max_age: SITE_REPORTS_MAX_AGE_NS } },
   ];

@@ -20,6 +20,15 @@ export const DECLARATIONS_STREAM = `KV_${DECLARATIONS_BUCKET}`;
 export const DECLARATION_SUBJECTS = `$KV.${DECLARATIONS_BUCKET}.>`;
 /** The subject of one node's key: a put is stored by the stream and heard by whoever listens on it. */
 export const declarationSubject = (node: string) => `$KV.${DECLARATIONS_BUCKET}.${node}`;
+/**
+ * A site's notice of a put to a node's key, published by its leaf node as the put reaches the site (a
+ * put's own message stays on the hub's side of the uplink). Headers only: it names the revision, the
+ * host reads the value.
+ */
+export const declaredSubject = (node: string) => `mesh.declared.${node}`;
+export const DECLARED_SUBJECTS = 'mesh.declared.>';
+/** The site's stream that makes those notices: the newest put of each key, taken from the hub's bucket as the site's copy is. */
+export const SITE_NOTICES_STREAM = 'MESH_DECLARED';
 /** The control side's record of each node's key (no host's credentials reach it). */
 export const ENROLMENTS_BUCKET = 'mesh_enrolments';
 /** The control side's record of each rollout, and which nodes an unfinished rollout holds (no host's credentials reach it). */

@@ -1,4 +1,4 @@
-import { REPORTS_SUBJECTS } from '../link/wire.js';
+import { DECLARED_SUBJECTS, REPORTS_SUBJECTS } from '../link/wire.js';
 import { HUB_DOMAIN, operatorModeLines, quoted, urlHost, type PublicAccounts } from './server-conf.js';
 
 /** A site's leaf node: where the site's hosts reach it, and the hub's servers it connects to. */
@@ -31,7 +31,8 @@ export const siteNameProblem = (site: string) =>
  * a cut in the order the hub stored them) answers the hosts' reads, and its reports stream takes the
  * hosts' reports and acknowledges them, while the hub's reports stream sources them from it, in order
  * and once, whenever the uplink is up (`meshctl site SITE` makes these streams). Reports cross the
- * uplink only that way: a plain copy of each would otherwise reach the hub's stream as well.
+ * uplink only that way: a plain copy of each would otherwise reach the hub's stream as well. The site's
+ * notices of puts are its own hosts' business and stay at the site too.
  */
 export function leafConfig(place: LeafPlace, accounts: PublicAccounts): string {
   return [
@@ -50,7 +51,7 @@ export function leafConfig(place: LeafPlace, accounts: PublicAccounts): string {
     `      urls: [${place.hubs.map(quoted).join(', ')}]`,
     `      credentials: ${quoted(place.credsPath)}`,
     `      account: ${quoted(accounts.account.publicKey)}`,
-    `      deny_exports: [${quoted(REPORTS_SUBJECTS)}]`,
+    `      deny_exports: [${[REPORTS_SUBJECTS, DECLARED_SUBJECTS].map(quoted).join(', ')}]`,
     '    }',
     '  ]',
     '}',

@@ -5,10 +5,12 @@ import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/trans
 import { NatsServer, freePort, natsUnavailable } from '../support/nats.js';
 import { initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js';
 import { Relay } from '../support/relay.js';
-import { statusSubject } from '../../src/link/wire.js';
+import { declarationSubject, statusSubject } from '../../src/link/wire.js';
 
 const unavailable = natsUnavailable();
 const SITE = 'paris';
+/** A put at the hub reaches a site's host through its leaf's notice, not its timed read (an hour here). */
+const HEARD_WITHIN_MS = 2000;
 
 interface ReadReport {
   sequence: number;
@@ -18,11 +20,11 @@ interface ReadReport {
 }
 
 /** Waits for a condition, saying what did not come and the hosts' logs when it does not. */
-async function until(what: string, check: () => boolean | Promise<boolean>, hosts: InitHost[], timeoutMs = 60_000): Promise<void> {
-  const started = Date.now();
+async function until(what: string, check: () => boolean | Promise<boolean>, hosts: InitHost[], timeoutMs = 60_000, since = () => performance.now(), everyMs = 100): Promise<void> {
+  const started = since();
   while (!(await check())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`${what} did not come within ${timeoutMs} ms:\n${hosts.map((h) => `--- ${h.node}\n${h.log().split(`\n`).filter((l) => !l.includes(`event loop was held`)).join(`\n`).slice(-4000)}`).join(`\n`)}`);
-    await new Promise((r) => setTimeout(r, 100));
+    if (performance.now() - started > timeoutMs) throw new Error(`${what} did not come within ${timeoutMs} ms:\n${hosts.map((h) => `--- ${h.node}\n${h.log().split(`\n`).filter((l) => !l.includes(`event loop was held`)).join(`\n`).slice(-4000)}`).join(`\n`)}`);
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 
@@ -34,6 +36,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a site behind a l
   let relay: Relay;
   let leaf: NatsServer;
   let atLeaf: NatsConnection;
+  let atHub: NatsConnection;
   let p1: InitHost;
   let p2: InitHost;
   const hosts = () => [p1, p2].filter(Boolean);
@@ -73,16 +76,21 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a site behind a l
     }
     expect(site.code, site.stderr).toBe(0);
     expect(site.stdout).toMatch(/made the site's copy of KV_mesh_declarations/);
+    expect(site.stdout).toMatch(/made the site's notices of puts \(MESH_DECLARED\)/);
     const again = await mesh.meshctl(['site', SITE]);
     expect(again.stdout).not.toMatch(/^made/m);
-    const config = { rereadMs: 500 };
+    // Every declaration a host takes is heard, never found by the timed read.
+    const config = { rereadMs: 3_600_000 };
     p1 = await mesh.enrol('p1', { server: leaf.url, config, resources: declaration('p1', 'one\n').resources });
     p2 = await mesh.enrol('p2', { server: leaf.url, config, resources: declaration('p2', 'one\n').resources });
-    atLeaf = await connect({ servers: leaf.url, authenticator: credsAuthenticator(readFileSync(join(mesh.dir, 'meshctl.creds'))) });
+    const authenticator = credsAuthenticator(readFileSync(join(mesh.dir, 'meshctl.creds')));
+    atLeaf = await connect({ servers: leaf.url, authenticator });
+    atHub = await connect({ servers: mesh.servers[0]!.url, authenticator });
   }, 180_000);
 
   afterAll(async () => {
     await atLeaf?.close();
+    await atHub?.close();
     await mesh?.close();
     await leaf?.stop();
     await relay?.cut();
@@ -93,13 +101,22 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a site behind a l
     expect(conf).toMatch(/resolver: MEMORY/);
     expect(conf).toContain(`urls: ["${relay.url}"]`);
     expect(conf).toMatch(/domain: "paris"/);
+    expect(conf).toContain('deny_exports: ["mesh.report.>", "mesh.declared.>"]');
     expect(statSync(join(mesh.dir, 'sites', SITE, 'leaf.creds')).mode & 0o777).toBe(0o600);
     expect(readFileSync(join(mesh.dir, 'nats-server.conf'), 'utf8')).toMatch(/leafnodes \{\n {2}listen: "127\.0\.0\.1:\d+"/);
   });
 
-  it('hosts on the leaf, with the credentials meshctl node-creds gave them, apply a declaration sent at the hub and their reports reach the hub verified', async () => {
+  it(`hosts on the leaf, with the credentials meshctl node-creds gave them, hear a put at the hub at once (applied within ${HEARD_WITHIN_MS} ms, their timed read an hour away) and their reports reach the hub verified`, async () => {
+    // When the hub stored the put: the test hears the put's own message there.
+    let putAt = 0;
+    const heard = atHub.subscribe(declarationSubject(p1.node), { callback: () => void (putAt ||= performance.now()) });
+    await atHub.flush();
     await send(p1, 'two\n');
-    await until('p1 applying two', () => fileOf(p1) === 'two\n', hosts());
+    heard.unsubscribe();
+    expect(putAt).toBeGreaterThan(0);
+    await until('p1 applying two', () => fileOf(p1) === 'two\n', hosts(), HEARD_WITHIN_MS, () => putAt, 10);
+    const appliedAfterMs = performance.now() - putAt;
+    console.log(`a put at the hub applied by a host of the site ${appliedAfterMs.toFixed(0)} ms after the hub stored it`);
     await until('p1\'s report of two at the hub', async () => (await reportsAtHub(p1)).some((r) => r.declaration?.sequence === 2), hosts());
     expect((await reportsAtHub(p1)).every((r) => r.trust.verdict === 'verified')).toBe(true);
   }, 90_000);
