@@ -32,6 +32,16 @@ export type Pending = { kind: 'delivery'; delivery: Delivery } | { kind: 'reconc
 /** What the worker takes: the pending apply, or the refusals waiting to be reported (taken first). */
 export type Work = Pending | { kind: 'refusals'; refused: Refused[] };
 
+/**
+ * A restart or replacement an apply held off while a lock was held: which resource, which lock (a path
+ * on the host), and in how long its bound runs out (by the teller's clock), when it goes ahead anyway.
+ */
+export interface DeferredLock {
+  resource: string;
+  lock: string;
+  endsInMs: number;
+}
+
 /** A report made (by the worker or a command run by hand), waiting in the outbox. */
 export type ReportRef = { sequence: number };
 
@@ -44,6 +54,8 @@ export interface WorkerOutput {
   applied?: Mark;
   /** The store said the host is paused (a pause asked just as the apply began): nothing was applied, the work is given back. */
   paused?: PauseOrder;
+  /** What this apply held off for a lock (none: nothing waits); absent when the worker applied nothing. */
+  deferred?: DeferredLock[];
 }
 
 export interface LoadedStore {
@@ -59,6 +71,8 @@ export interface LoadedStore {
   keyValue?: KeyValue;
   /** The pause the store keeps, when one stands. */
   paused?: PauseOrder;
+  /** What the store keeps held off for a lock: watched from the start. */
+  deferred?: DeferredLock[];
 }
 
 /** What the host was started with. */
@@ -93,6 +107,8 @@ export interface LifecycleContext {
   pause?: Pause;
   /** A pause with an end ends by itself this long after it was told. */
   pauseEndsInMs?: number;
+  /** What the last apply (or the store, at the start) held off for a lock: its locks are watched. */
+  deferred: DeferredLock[];
 }
 
 export type LifecycleEvent =
@@ -115,4 +131,8 @@ export type LifecycleEvent =
   /** `mesh-host resume` removed the pause from the store. */
   | { type: 'UNPAUSE' }
   /** A report made outside the worker (a command run by hand), waiting in the outbox. */
-  | { type: 'REPORT_MADE'; report: ReportRef };
+  | { type: 'REPORT_MADE'; report: ReportRef }
+  /** What the apply just ended held off for a lock (raised after it; the newest apply decides). */
+  | { type: 'DEFERRED'; deferred?: DeferredLock[] }
+  /** The lock watcher saw a lock let go: its file gone, or its holder dead. */
+  | { type: 'LOCK_RELEASED'; resource: string; lock: string; why: 'gone' | 'dead' };

@@ -1,10 +1,12 @@
 import { assign, fromCallback, fromPromise, not, raise, setup, type ActorRefFrom } from 'xstate';
-import { markOf, orderConflict, type HeldMark, type Mark } from '../src/declaration/order.js';
+import { markOf } from '../src/declaration/order.js';
+import { deliveryRefusal, givenBack, pauseFrom, withReports } from './lifecycle-queue.js';
 import type { PauseOrder } from './pause.js';
-import type { Delivery, Ending, LifecycleContext, LifecycleEvent, LifecycleInput, LoadedStore, Mode, Pending, Refused, ReportRef, Work, WorkerOutput } from './lifecycle-types.js';
+import type { DeferredLock, Delivery, Ending, LifecycleContext, LifecycleEvent, LifecycleInput, LoadedStore, Mode, Refused, ReportRef, Work, WorkerOutput } from './lifecycle-types.js';
 
 export type { Pause, PauseOrder } from './pause.js';
 export type * from './lifecycle-types.js';
+export { deliveryRefusal } from './lifecycle-queue.js';
 
 /** Between applies, the stop waits this long for the apply in flight, then quiesces anyway. */
 export const APPLY_GRACE_MS = 60_000;
@@ -12,55 +14,6 @@ export const APPLY_GRACE_MS = 60_000;
 export const ENROLMENT_RECHECK_MS = 5_000;
 /** A report the mesh did not acknowledge is sent again after this long. */
 export const REPORT_RETRY_MS = 1_000;
-
-/**
- * Work given back by a worker that found the host paused, with what became pending meanwhile: a newer
- * delivery stays; else the delivery given back; else one reconcile with everything found.
- */
-function givenBack(pending: Pending | undefined, back: Work | undefined): Pending | undefined {
-  if (back === undefined || back.kind === 'refusals' || pending?.kind === 'delivery') return pending;
-  if (back.kind === 'delivery' || pending === undefined) return back;
-  const found = [...(back.found ?? []), ...(pending.found ?? []).filter((f) => !back.found?.includes(f))];
-  return { kind: 'reconcile', ...(found.length > 0 ? { found } : {}) };
-}
-
-/** The pause set in the context, from an order (the store's, a command's, a worker's). */
-const pauseFrom = (order: PauseOrder) => ({ pause: order.pause, pauseEndsInMs: order.endsInMs });
-
-/** A delivery as the worker will apply it, when it is one. */
-const deliveryOf = (p: Work | undefined): Delivery | undefined => (p?.kind === 'delivery' ? p.delivery : undefined);
-
-/** Everything a delivery is ordered against: what was applied, what is kept, and the queue. */
-function heldMarks(context: LifecycleContext): Array<HeldMark | undefined> {
-  const held = (what: string, mark: Mark | undefined) => (mark ? { what, mark } : undefined);
-  return [
-    held('the last applied', context.applied),
-    held('the kept declaration', context.kept),
-    held('the delivery being applied', deliveryOf(context.inFlight)),
-    held('the pending delivery', deliveryOf(context.pending)),
-  ];
-}
-
-/** Why a delivery is refused by the order rule, or undefined when it may be kept and applied. */
-export function deliveryRefusal(context: LifecycleContext, delivery: Delivery): string | undefined {
-  return orderConflict(delivery, heldMarks(context));
-}
-
-/** Reports merged into the outbox: in sequence order, each once, none the mesh already acknowledged. */
-function withReports(context: LifecycleContext, reports: readonly ReportRef[]): ReportRef[] {
-  const known = new Set(context.outbox.map((r) => r.sequence));
-  const fresh: ReportRef[] = [];
-  for (const r of reports) {
-    if (r.sequence <= context.sentThrough || known.has(r.sequence)) continue;
-    known.add(r.sequence);
-    fresh.push({ sequence: r.sequence });
-  }
-  if (fresh.length === 0) return context.outbox;
-  // The report being sent stays first: what is found later is never sent ahead of it.
-  const [head, ...rest] = context.outbox;
-  const sorted = [...rest, ...fresh].sort((a, b) => a.sequence - b.sequence);
-  return head ? [head, ...sorted] : sorted;
-}
 
 /**
  * The host's life (docs/design.md, "The lifecycle"). Pure: every effect is an actor or action provided to it (`provide`), so
@@ -90,6 +43,8 @@ export const lifecycleMachine = setup({
     reconcileTimer: fromCallback(() => () => {}),
     /** Watches the store's pause and sends PAUSE and UNPAUSE when a command run by hand changes it. */
     pauseWatch: fromCallback(() => () => {}),
+    /** Watches the locks of the steps held off (input: them) and sends LOCK_RELEASED when one is let go. It only enqueues. */
+    lockWatch: fromCallback<LifecycleEvent, { locks: DeferredLock[] }>(() => () => {}),
     /** Watches the outbox and sends REPORT_MADE for a report made outside this host's worker. */
     outboxWatch: fromCallback(() => () => {}),
     /**
@@ -124,6 +79,8 @@ export const lifecycleMachine = setup({
     pausedUntil: ({ context }) => context.pause !== undefined && context.pauseEndsInMs !== undefined,
     workerFoundPause: (_, params: { output: WorkerOutput }) => params.output.paused !== undefined,
     hasReports: ({ context }) => context.outbox.length > 0,
+    hasDeferred: ({ context }) => context.deferred.length > 0,
+    deferredTold: (_, params: { deferred?: DeferredLock[] }) => params.deferred !== undefined,
     isConverged: ({ context }) => context.mode === 'converged',
     modeConverged: (_, params: { mode: Mode }) => params.mode === 'converged',
     modeAdopted: (_, params: { mode: Mode }) => params.mode === 'adopted',
@@ -177,6 +134,16 @@ export const lifecycleMachine = setup({
       outbox: withReports(context, params.output.reports ?? []),
       ...pauseFrom(params.output.paused!),
     })),
+    raiseDeferred: raise((_, params: { output: WorkerOutput }) => ({ type: 'DEFERRED' as const, ...(params.output.deferred ? { deferred: params.output.deferred } : {}) })),
+    setDeferred: assign({ deferred: (_, params: { deferred: DeferredLock[] }) => params.deferred }),
+    /**
+     * A lock let go, or a bound run out: one reconcile, saying why, applies what waited (a pending delivery
+     * does it anyway). Nothing is watched until that apply says what still waits.
+     */
+    applyDeferred: assign(({ context }, params: { found: string }) => ({
+      deferred: [],
+      pending: context.pending?.kind === 'delivery' ? context.pending : { kind: 'reconcile' as const, found: [...(context.pending?.found ?? []), params.found] },
+    })),
     raisePause: raise((_, params: { output: WorkerOutput }) => ({ type: 'PAUSE' as const, ...params.output.paused! })),
     pause: assign((_, params: PauseOrder) => pauseFrom(params)),
     unpause: assign({ pause: () => undefined, pauseEndsInMs: () => undefined }),
@@ -188,9 +155,9 @@ export const lifecycleMachine = setup({
     requestMove: assign({ ending: ({ context }) => context.ending ?? ('move' as const) }),
     raiseEnd: raise({ type: 'END_REQUESTED' as const }),
     loaded: assign((_, params: { loaded: LoadedStore }) => {
-      const { mode, outbox, applied, kept, keyValue, paused } = params.loaded;
+      const { mode, outbox, applied, kept, keyValue, paused, deferred } = params.loaded;
       // What the outbox holds on disk is what waits: the acknowledged mark starts again below it.
-      return { mode, outbox, applied, kept, keyValue, sentThrough: 0, ...(paused ? pauseFrom(paused) : { pause: undefined, pauseEndsInMs: undefined }) };
+      return { mode, outbox, applied, kept, keyValue, sentThrough: 0, deferred: deferred ?? [], ...(paused ? pauseFrom(paused) : { pause: undefined, pauseEndsInMs: undefined }) };
     }),
     failedToStart: assign({ failure: (_, params: { error: unknown }) => String(params.error) }),
     bundleTried: assign({ bundle: () => undefined }),
@@ -203,10 +170,12 @@ export const lifecycleMachine = setup({
     reportRetry: REPORT_RETRY_MS,
     /** A pause with an end: as long as it had left when it was told (by the teller's clock). */
     pauseEnds: ({ context }) => Math.max(0, context.pauseEndsInMs ?? 0),
+    /** The first bound of a step held off to run out, from when the apply told it. */
+    deferralEnds: ({ context }) => Math.max(0, Math.min(...context.deferred.map((d) => d.endsInMs))),
   },
 }).createMachine({
   id: 'host',
-  context: ({ input }) => ({ outbox: [], refused: [], sentThrough: 0, ...(input?.bundle !== undefined ? { bundle: input.bundle } : {}) }),
+  context: ({ input }) => ({ outbox: [], refused: [], sentThrough: 0, deferred: [], ...(input?.bundle !== undefined ? { bundle: input.bundle } : {}) }),
   initial: 'starting',
   output: ({ context }) => ({
     ...(context.ending ? { ending: context.ending } : {}),
@@ -329,7 +298,10 @@ export const lifecycleMachine = setup({
                     target: 'idle',
                     actions: [{ type: 'giveBack', params: ({ event }) => ({ output: event.output }) }, { type: 'raisePause', params: ({ event }) => ({ output: event.output }) }],
                   },
-                  { target: 'idle', actions: [{ type: 'finishApply', params: ({ event }) => ({ output: event.output }) }, 'sayMode'] },
+                  {
+                    target: 'idle',
+                    actions: [{ type: 'finishApply', params: ({ event }) => ({ output: event.output }) }, 'sayMode', { type: 'raiseDeferred', params: ({ event }) => ({ output: event.output }) }],
+                  },
                 ],
                 onError: { target: 'idle', actions: 'failApply' },
               },
@@ -359,6 +331,30 @@ export const lifecycleMachine = setup({
             unpaused: {},
             paused: {},
             pausedUntil: { after: { pauseEnds: { target: 'unpaused', actions: 'unpause' } } },
+          },
+        },
+        deferral: {
+          // Steps held off for a lock (a service's restart, a container's replacement): their locks are
+          // watched; a lock let go, or the first bound run out, asks for the apply that does them.
+          initial: 'reading',
+          on: {
+            DEFERRED: { guard: { type: 'deferredTold', params: ({ event }) => ({ deferred: event.deferred }) }, target: '.reading', actions: { type: 'setDeferred', params: ({ event }) => ({ deferred: event.deferred! }) } },
+          },
+          states: {
+            reading: { always: [{ guard: 'hasDeferred', target: 'waiting' }, { target: 'none' }] },
+            none: {},
+            waiting: {
+              invoke: { id: 'lockWatch', src: 'lockWatch', input: ({ context }) => ({ locks: context.deferred }) },
+              on: {
+                LOCK_RELEASED: {
+                  target: 'none',
+                  actions: { type: 'applyDeferred', params: ({ event }) => ({ found: `lock: ${event.lock} of ${event.resource} was released (${event.why === 'gone' ? 'its file is gone' : 'its holder is dead'}); what it held off is applied` }) },
+                },
+              },
+              after: {
+                deferralEnds: { target: 'none', actions: { type: 'applyDeferred', params: { found: 'lock: a step held off by a lock reached its inhibitMaxMs; it is applied now' } } },
+              },
+            },
           },
         },
         outbox: {

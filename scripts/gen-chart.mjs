@@ -43,6 +43,12 @@ The machine has ${json.states.length} state nodes and ${json.transitions.length}
   skipped, findings wait, refusals are still reported. A pause that comes while an apply runs lets it end;
   a worker that finds the store paused under the lock gives its work back. On **UNPAUSE**, or at the end,
   what waits is applied at once.
+- The **deferral** region watches the locks of steps an apply held off (a service's restart, a
+  container's replacement, while the lock the resource names is held by a live process). Each apply says
+  what it held off (**DEFERRED**, raised after it: the newest apply decides); a start reads it from the
+  store. While **waiting**, the lock watcher only enqueues: **LOCK_RELEASED** (the lock's file gone, or
+  its holder dead), or the first bound running out (\`inhibitMaxMs\`), asks for one reconcile that says
+  why (a pending delivery does it anyway), and that apply says what still waits.
 - **STOP**, **STAND_ASIDE** and **MOVE** all end between applies: an idle worker goes straight to
   **quiescing**; an applying one goes to \`applying.draining\` and waits for its apply (never cancelled),
   for at most the grace of 60 s. After the grace the host quiesces anyway and *stops*, whatever ending

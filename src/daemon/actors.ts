@@ -1,5 +1,5 @@
 import { fromCallback, fromPromise } from 'xstate';
-import type { Delivery, Ending, lifecycleMachine, LoadedStore, ReportRef, Work, WorkerOutput } from '../../machines/lifecycle.js';
+import type { DeferredLock, Delivery, Ending, LifecycleEvent, lifecycleMachine, LoadedStore, ReportRef, Work, WorkerOutput } from '../../machines/lifecycle.js';
 import { pauseOrderAt } from '../../machines/pause.js';
 import { loadConfig } from '../config/config.js';
 import { readDeclarationFile } from '../declaration/load.js';
@@ -15,6 +15,8 @@ import { markStep } from '../system/trace.js';
 import { letGo } from '../system/yielder.js';
 import { watchOutbox } from './outbox-watch.js';
 import { watchPause } from './pause-watch.js';
+import { deferredLocks, watchLocks } from './lock-watch.js';
+import { lockReader } from '../inhibit/lock.js';
 import type { DaemonParts, GenesisOrder } from './parts.js';
 import { startWatching } from './watching.js';
 import { runWork, waitingReports } from './worker.js';
@@ -40,6 +42,7 @@ export function daemonImplementations(parts: DaemonParts): Implementations {
       outboxWatch: fromCallback(({ sendBack }) => watchOutbox(parts.options.paths.stateDir, parts.outbox, parts.options.clock, parts.options.log, (report) => sendBack({ type: 'REPORT_MADE', report }))),
       watchers: watchersActor(parts),
       pauseWatch: pauseWatchActor(parts),
+      lockWatch: lockWatchActor(parts),
       applyWorker: applyWorker(parts),
       reportSender: reportSender(parts),
       quiesce: fromPromise<void, { ending: Ending }>(async ({ input }) => {
@@ -68,7 +71,9 @@ function loadStoreActor(parts: DaemonParts) {
     parts.store.reopen();
     return parts.store.run('start', async (s) => {
       const { mode, lastApplied, genesisDigest, pause } = s.state;
-      const paused = pauseOrderAt(pause, parts.options.clock.now().getTime());
+      const nowMs = parts.options.clock.now().getTime();
+      const paused = pauseOrderAt(pause, nowMs);
+      const deferred = deferredLocks(s.state.records, nowMs);
       const kept = await parts.kept.mark(config);
       const keyValue = parts.kept.revision();
       return {
@@ -79,6 +84,7 @@ function loadStoreActor(parts: DaemonParts) {
         ...(kept ? { kept } : {}),
         ...(keyValue ? { keyValue } : {}),
         ...(paused ? { paused } : {}),
+        ...(deferred.length > 0 ? { deferred } : {}),
       };
     });
   });
@@ -168,6 +174,18 @@ function pauseWatchActor(parts: DaemonParts) {
       sendBack(order ? { type: 'PAUSE', ...order } : { type: 'UNPAUSE' });
       if (told) parts.link.beatNow();
       told = true;
+    });
+  });
+}
+
+/** The locks of the steps held off, watched; the first let go told to the lifecycle. */
+function lockWatchActor(parts: DaemonParts) {
+  return fromCallback<LifecycleEvent, { locks: DeferredLock[] }>(({ sendBack, input }) => {
+    const { paths, clock, log } = parts.options;
+    log.info({ locks: input.locks }, 'lock: steps held off while their locks are held; the locks are watched');
+    return watchLocks(paths.root, input.locks, lockReader(paths.root), clock, log, (released) => {
+      log.info(released, 'lock: released; what it held off is applied now');
+      sendBack({ type: 'LOCK_RELEASED', ...released });
     });
   });
 }

@@ -9,6 +9,7 @@ import type { Outbox } from '../report/outbox.js';
 import type { Store } from '../store/store.js';
 import { HostError } from '../system/errors.js';
 import { markStep } from '../system/trace.js';
+import { deferredLocks } from './lock-watch.js';
 
 export interface WorkerDeps {
   config: () => HostConfig;
@@ -65,6 +66,7 @@ export async function runWork(deps: WorkerDeps, store: Store, work: Work): Promi
   // A delivery is the mesh changing what it says: the apply says a mode it changes; a repair is a reconcile's to say.
   const said = work.kind === 'delivery' ? [] : source.said;
   const found = work.kind === 'reconcile' ? work.found : undefined;
+  const began = deps.clock.now().toISOString();
   const result = await applyDeclaration(env, { received, origin: 'mesh', trigger, dryRun: false, mayChangeMode, ordered: true, said, ...(found?.length ? { found } : {}) });
   if (result.kind === 'refused') {
     const { declaration, digest } = received;
@@ -76,5 +78,8 @@ export async function runWork(deps: WorkerDeps, store: Store, work: Work): Promi
       declaration: markOf(declaration, digest),
     });
   }
-  return outputOf(store, deps.outbox);
+  // What this apply found held off for a lock: the lifecycle watches those locks (none: it watches nothing).
+  // A refused apply touched nothing: what waited before still waits, and is still watched.
+  if (result.kind === 'refused') return outputOf(store, deps.outbox);
+  return { ...outputOf(store, deps.outbox), deferred: deferredLocks(store.state.records, deps.clock.now().getTime(), began) };
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyTransitionDefinition } from 'xstate';
 import {
-  lifecycleMachine, type Delivery, type Ending, type LifecycleInput, type LoadedStore, type PauseOrder, type ReportRef, type Work, type WorkerOutput,
+  lifecycleMachine, type DeferredLock, type Delivery, type Ending, type LifecycleInput, type LoadedStore, type PauseOrder, type ReportRef, type Work, type WorkerOutput,
 } from '../../machines/lifecycle.js';
 import { markOf, type Mark } from '../../src/declaration/order.js';
 import { Store } from '../../src/store/store.js';
@@ -68,6 +68,12 @@ export class Harness {
   /** An apply taken while the harness knew the host paused. */
   quiescedWith: Ending | undefined;
   savesAfterQuiesce = 0;
+  /** What the machine was last told is held off for a lock (by an apply or a start), until a lock is let go or a bound runs out. */
+  deferredTold: DeferredLock[] = [];
+  /** A lock was let go (or a bound ran out) and no apply has been taken since. */
+  releasedAwaitingApply = false;
+  /** Lock watchers running now. */
+  watching = 0;
   private stateOnDiskAtQuiesce: string | undefined;
   private nextReport = 0;
   private nextRevision = 0;
@@ -100,6 +106,10 @@ export class Harness {
         reconcileTimer: fromCallback(() => () => {}),
         outboxWatch: fromCallback(() => () => {}),
         pauseWatch: fromCallback(() => () => {}),
+        lockWatch: fromCallback(() => {
+          if (++this.watching > 1) this.violations.push(`${this.watching} lock watchers at once`);
+          return () => void this.watching--;
+        }),
         applyWorker: fromPromise(({ input }) => this.startApply(input)),
         reportSender: fromPromise(({ input }) => deferred<ReportRef, void>('sender', input)),
         quiesce: fromPromise(({ input }) => deferred<{ ending: Ending }, void>('quiesce', input)),
@@ -142,6 +152,7 @@ export class Harness {
     this.inFlight++;
     if (this.inFlight > 1) this.violations.push(`two applies at once (${this.inFlight})`);
     if (input.kind !== 'refusals' && this.pausedNow) this.violations.push(`an apply (${input.kind}) was taken while the host is paused`);
+    if (input.kind !== 'refusals') this.releasedAwaitingApply = false;
     if (input.kind === 'refusals') this.refusedTaken.push(...input.refused.flatMap((r) => (r.delivery ? [r.delivery] : [])));
     if (input.kind === 'delivery' && (!this.kept || this.kept.digest !== input.delivery.digest)) this.violations.push(`the worker took delivery ${show(input.delivery)} but ${this.kept ? show(this.kept) : 'nothing'} is kept`);
     const applying = input.kind === 'refusals' ? undefined : input.kind === 'delivery' ? markOf(input.delivery) : this.kept;
@@ -188,7 +199,7 @@ export class Harness {
   }
 
   /** Ends the apply in flight: the real store saves (refused after quiesce), one report is made. */
-  finishApply(output: { mode?: 'adopted' | 'converged'; silent?: boolean; applied?: Mark } = {}, fail = false): void {
+  finishApply(output: { mode?: 'adopted' | 'converged'; silent?: boolean; applied?: Mark; deferred?: DeferredLock[] } = {}, fail = false): void {
     const apply = this.apply!;
     this.apply = undefined;
     this.inFlight--;
@@ -211,7 +222,21 @@ export class Harness {
     if (saved && apply.applying !== undefined) this.applied.push(apply.applying);
     // What the machine is told was applied (a generated walk says it itself; the harness keeps its own record).
     const applied = output.applied ?? this.applied.at(-1);
-    apply.resolve({ ...(reports.length > 0 ? { reports } : {}), ...(output.mode ? { mode: output.mode } : {}), ...(applied ? { applied } : {}) });
+    if (output.deferred) this.deferredTold = output.deferred;
+    apply.resolve({ ...(reports.length > 0 ? { reports } : {}), ...(output.mode ? { mode: output.mode } : {}), ...(applied ? { applied } : {}), ...(output.deferred ? { deferred: output.deferred } : {}) });
+  }
+
+  /** The lock watcher saw the lock of what waits let go. */
+  lockReleased(): void {
+    const first = this.deferredTold[0]!;
+    this.noteReleased();
+    this.actor.send({ type: 'LOCK_RELEASED', resource: first.resource, lock: first.lock, why: 'gone' });
+  }
+
+  /** A lock let go, or a bound run out: what waited is due. */
+  noteReleased(): void {
+    this.deferredTold = [];
+    this.releasedAwaitingApply = true;
   }
 
   get appliedSequences(): number[] {
@@ -306,6 +331,11 @@ export class Harness {
     }
     if (s.matches({ serving: { worker: 'idle' } }) && s.context.pending !== undefined && this.inFlight === 0 && s.context.ending === undefined && !this.pausedNow) {
       problems.push(`idle with ${s.context.pending.kind} pending, though the host is not paused`);
+    }
+    if (s.matches('serving') && this.deferredTold.length > 0 && this.watching !== 1) problems.push(`${this.deferredTold.length} step(s) held off for a lock, but ${this.watching} lock watchers run`);
+    if (s.matches('serving') && this.deferredTold.length === 0 && this.watching > 0) problems.push('a lock is watched though nothing waits for one');
+    if (s.matches({ serving: { worker: 'idle' } }) && this.releasedAwaitingApply && this.inFlight === 0 && s.context.ending === undefined && !this.pausedNow) {
+      problems.push('idle, though a lock was let go (or its bound ran out) and what it held off was never applied');
     }
     if (s.matches({ serving: { worker: 'idle' } }) && s.context.refused.length > 0 && this.inFlight === 0) problems.push(`idle with ${s.context.refused.length} refusal(s) not reported`);
     if (s.matches({ serving: { worker: 'idle' } }) && s.context.pending === undefined && this.inFlight === 0 && this.newestKeptWhileServing) {

@@ -11,6 +11,8 @@ type Snap = ReturnType<Harness['snapshot']>;
 const MAX_SEQUENCE = 2;
 /** A pause with an end lasts this long. */
 const PAUSE_MS = 60_000;
+/** A restart held off by a lock, as an apply or a start tells it. */
+const LOCKED = [{ resource: 'app', lock: '/run/app/busy.lock', endsInMs: 600_000 }];
 const chart = chartOf(lifecycleMachine);
 const afterEvents = [...new Set(chart.transitions.filter((t) => t.event.startsWith('xstate.after.')).map((t) => ({ event: t.event, source: t.source })).map((x) => JSON.stringify(x)))].map((x) => JSON.parse(x) as { event: string; source: string });
 
@@ -67,6 +69,8 @@ function eventsFor(s: Snap): AnyEvent[] {
     for (const enrolled of [true, false]) for (const mode of ['adopted', 'converged'] as const) events.push({ type: 'xstate.done.actor.loadStore', output: { enrolled, mode, outbox: [], ...known } });
     // A store that keeps a pause (asked while the host was down, or before a restart).
     if (!keptMark) events.push({ type: 'xstate.done.actor.loadStore', output: { enrolled: true, mode: 'adopted', outbox: [], ...known, paused: pauseOrder(PAUSE_MS) } });
+    // A store that keeps a restart held off for a lock (across a restart of the host).
+    if (!keptMark) events.push({ type: 'xstate.done.actor.loadStore', output: { enrolled: true, mode: 'adopted', outbox: [], ...known, deferred: LOCKED } });
     events.push({ type: 'xstate.error.actor.loadStore', error: 'unreadable' });
   }
   if (running.includes('genesis')) events.push({ type: 'xstate.done.actor.genesis' }, { type: 'xstate.error.actor.genesis', error: 'refused' });
@@ -76,14 +80,33 @@ function eventsFor(s: Snap): AnyEvent[] {
     const done = (extra: object) => ({ type: 'xstate.done.actor.applyWorker', output: { ...(applied ? { applied } : {}), ...extra } });
     events.push(done({ reports: [{ sequence: nextReport(s) }] }), done({ reports: [{ sequence: nextReport(s) }], mode }));
     if (s.context.inFlight?.kind === 'reconcile') events.push(done({}));
+    // An apply that held a restart off for a lock; and, while one waits, an apply (a newer declaration) after which nothing does.
+    // (Offered with nothing else waiting: the queue's races are walked without a lock.)
+    if (s.context.inFlight?.kind !== 'refusals' && s.context.pending === undefined && s.context.outbox.length === 0) events.push(done({ reports: [{ sequence: nextReport(s) }], deferred: LOCKED }));
+    if (deferring(s) && s.context.inFlight?.kind !== 'refusals') events.push(done({ reports: [{ sequence: nextReport(s) }], deferred: [] }));
     // The worker found the store paused under the lock (a pause asked as the apply began): it gives the work back.
     if (s.context.inFlight?.kind !== 'refusals') events.push({ type: 'xstate.done.actor.applyWorker', output: { paused: pauseOrder() } });
     events.push({ type: 'xstate.error.actor.applyWorker', error: 'failed' });
   }
   if (running.includes('reportSender')) events.push({ type: 'xstate.done.actor.reportSender' }, { type: 'xstate.error.actor.reportSender', error: 'no ack' });
   if (running.includes('quiesce')) events.push({ type: 'xstate.done.actor.quiesce' }, { type: 'xstate.error.actor.quiesce', error: 'failed' });
+  if (deferring(s)) events.push({ type: 'LOCK_RELEASED', resource: 'app', lock: '/run/app/busy.lock', why: 'gone' });
   for (const a of afterEvents) if (active(s, a.source)) events.push({ type: a.event });
-  return paused ? events.filter((e) => whilePaused(e, next)) : events;
+  const offered = paused ? events.filter((e) => whilePaused(e, next)) : events;
+  return deferring(s) ? offered.filter((e) => whileDeferred(e, next)) : offered;
+}
+
+const deferring = (s: Snap) => s.matches({ serving: { deferral: 'waiting' } });
+
+/**
+ * What a host with a step held off for a lock is offered: the lock let go, its bound run out, a newer
+ * delivery (the newest declaration decides whether the step is still due), a tick, a pause and its end,
+ * the apply's results, the outbox's, and a stop (a restart reads what waits from the store). The races
+ * of the order rule and the link are walked without a lock: here they would double the walk.
+ */
+function whileDeferred(e: AnyEvent, next: number): boolean {
+  if (e.type === 'DELIVERY') return (e as { delivery: { sequence: number } }).delivery.sequence === next;
+  return ['LOCK_RELEASED', 'RECONCILE_TICK', 'PAUSE', 'UNPAUSE', 'STOP', 'xstate.done.actor.applyWorker', 'xstate.error.actor.applyWorker', 'xstate.done.actor.reportSender', 'xstate.done.actor.quiesce'].includes(e.type) || e.type.startsWith('xstate.after.');
 }
 
 /**
@@ -126,8 +149,8 @@ function followUps(s: Snap, event: AnyEvent): AnyEvent[] {
   if (event.type === 'xstate.done.actor.applyWorker') {
     const paused = (event as { output?: { paused?: object } }).output?.paused;
     if (paused) return [{ type: 'PAUSE', ...paused }];
-    const mode = (event as { output?: { mode?: string } }).output?.mode ?? s.context.mode ?? 'adopted';
-    return [{ type: 'MODE_IS', mode }];
+    const output = (event as { output?: { mode?: string; deferred?: unknown[] } }).output;
+    return [{ type: 'MODE_IS', mode: output?.mode ?? s.context.mode ?? 'adopted' }, { type: 'DEFERRED', ...(output?.deferred ? { deferred: output.deferred } : {}) }];
   }
   return [];
 }
@@ -156,15 +179,17 @@ async function drive(h: Harness, event: AnyEvent): Promise<void> {
   else if (type === 'REPORT_MADE') h.reportByHand();
   else if (type === 'PAUSE') h.pause((event as { endsInMs?: number }).endsInMs);
   else if (type === 'UNPAUSE') h.unpause();
+  else if (type === 'LOCK_RELEASED') h.lockReleased();
   else if (type === 'xstate.done.actor.loadStore') {
     h.notePause(output?.paused as never);
+    h.deferredTold = (output?.deferred as typeof h.deferredTold | undefined) ?? [];
     h.loadStore!.resolve(output as never);
   }
   else if (type === 'xstate.error.actor.loadStore') h.loadStore!.reject(new Error('unreadable'));
   else if (type === 'xstate.done.actor.genesis') h.genesis!.resolve();
   else if (type === 'xstate.error.actor.genesis') h.genesis!.reject(new Error('refused'));
   else if (type === 'xstate.done.actor.applyWorker' && output?.paused) h.findPause();
-  else if (type === 'xstate.done.actor.applyWorker') h.finishApply({ ...(output?.mode ? { mode: output.mode as 'adopted' } : {}), ...(output?.applied ? { applied: output.applied as Mark } : {}), silent: !output?.reports });
+  else if (type === 'xstate.done.actor.applyWorker') h.finishApply({ ...(output?.mode ? { mode: output.mode as 'adopted' } : {}), ...(output?.applied ? { applied: output.applied as Mark } : {}), ...(output?.deferred ? { deferred: output.deferred as never } : {}), silent: !output?.reports });
   else if (type === 'xstate.error.actor.applyWorker') h.finishApply({}, true);
   else if (type === 'xstate.done.actor.reportSender') h.resolveSender();
   else if (type === 'xstate.error.actor.reportSender') h.sender!.reject(new Error('no ack'));
@@ -174,6 +199,7 @@ async function drive(h: Harness, event: AnyEvent): Promise<void> {
     const delay = type.split('.')[2]!;
     const given = (lifecycleMachine.implementations.delays as Record<string, number | ((a: { context: Snap['context'] }) => number)>)[delay];
     const ms = typeof given === 'function' ? given({ context: h.snapshot().context }) : (given ?? Number(delay));
+    if (delay === 'deferralEnds') h.noteReleased();
     h.clock.increment(ms);
   } else h.actor.send(event as LifecycleEvent);
   await h.settle();
@@ -204,7 +230,7 @@ describe('the lifecycle, walked from its own definition', () => {
     const reached = new Set<string>();
     for (const p of paths) for (const node of (p.state as unknown as { _nodes: Array<{ id: string }> })._nodes) reached.add(node.id);
     // Each `reading` is transient: its eventless transitions always leave it within the same step.
-    const resting = chart.states.map((s) => s.id).filter((id) => id !== 'host.serving.mode.reading' && id !== 'host.serving.pause.reading');
+    const resting = chart.states.map((s) => s.id).filter((id) => !['host.serving.mode.reading', 'host.serving.pause.reading', 'host.serving.deferral.reading'].includes(id));
     expect([...reached].sort()).toEqual(resting.sort());
   });
 

@@ -1,27 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Harness, pauseOrder } from './harness.js';
+import { servingHosts, step } from './serving.js';
 
 const harnesses: Harness[] = [];
 afterEach(() => harnesses.splice(0).forEach((h) => h.cleanup()));
-
-/** A host serving, enrolled, adopted; paused at its start when the store keeps a pause. */
-async function serving(paused?: ReturnType<typeof pauseOrder>): Promise<Harness> {
-  const h = new Harness();
-  harnesses.push(h);
-  h.start();
-  await h.settle();
-  h.notePause(paused);
-  h.loadStore!.resolve({ enrolled: true, mode: 'adopted', outbox: [], ...(paused ? { paused } : {}) });
-  await h.settle();
-  expect(h.snapshot().matches('serving')).toBe(true);
-  return h;
-}
-
-async function step(h: Harness, fn: () => void) {
-  fn();
-  await h.settle();
-  expect(h.check()).toEqual([]);
-}
+const serving = servingHosts();
 
 const applying = (h: Harness) => h.apply?.input;
 
@@ -86,7 +69,7 @@ describe('a host paused by hand', () => {
   });
 
   it('holds across a restart: a store that keeps the pause starts paused', async () => {
-    const h = await serving(pauseOrder());
+    const h = await serving({ paused: pauseOrder() });
     expect(h.snapshot().matches({ serving: { pause: 'paused' } })).toBe(true);
     await step(h, () => h.deliver(1));
     expect(applying(h)).toBeUndefined();
