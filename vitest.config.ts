@@ -26,6 +26,7 @@ const UNIT = [
   'test/fleet/rows.test.ts',
   'test/inventory/verdicts.test.ts',
   'test/link/notices.test.ts',
+  'test/link/numbering-marks.test.ts',
   'test/link/report-trust.test.ts',
   'test/report/format.test.ts',
   'test/report/sent.test.ts',

@@ -21,6 +21,7 @@ import { cachedLinks } from './links-fact.js';
 import { LockedStore } from './locked-store.js';
 import { RememberedKept } from './remembered-kept.js';
 import { heartbeatOf, statusOf } from './status.js';
+import type { Mark } from '../declaration/order.js';
 
 /** An unenrolled daemon given a bundle enrols itself with it. */
 export interface GenesisOrder {
@@ -59,7 +60,7 @@ export interface DaemonParts {
   env(store: Store): HostEnv;
   status(): ReturnType<typeof statusOf>;
   heartbeat(): ReturnType<typeof heartbeatOf>;
-  lifecycle: { send(event: LifecycleEvent): void; state(): unknown };
+  lifecycle: { send(event: LifecycleEvent): void; state(): unknown; kept(): Mark | undefined };
   bind(actor: LifecycleActor): void;
   /** The watch of the link settings, told the configuration each start reads. */
   settings?: LinkSettingsWatch;
@@ -78,8 +79,8 @@ export async function daemonParts(options: DaemonOptions): Promise<DaemonParts> 
   const archiveObjects = connectionArchiveObjects(() => link.connection, () => (now.config.servers.length === 0 ? 'no servers are configured' : 'the link is not connected'));
   const startedAt = clock.monotonic();
   let actor: LifecycleActor | undefined;
-  const lifecycle = { send: (event: LifecycleEvent) => actor?.send(event), state: () => actor?.getSnapshot().value };
-  const status = () => statusOf(store.peek().head, now.config.node, lifecycle.state(), clock.now().getTime());
+  const lifecycle = { send: (event: LifecycleEvent) => actor?.send(event), state: () => actor?.getSnapshot().value, kept: () => actor?.getSnapshot().context.kept };
+  const status = () => statusOf(store.peek().head, now.config.node, { state: lifecycle.state(), kept: lifecycle.kept() }, clock.now().getTime());
   const metrics = await startDaemonMetrics(config, { outboxWaiting: () => outbox.pending().length, lastReport: lastReportOf(store, clock), refusals: () => store.peek().head?.refusals ?? {}, linkUp: () => now.linkUp, now: () => clock.now().getTime() }, log);
   const intake = new DeliveryIntake({
     config: () => now.config,

@@ -2,14 +2,19 @@ import { pauseAt, type Pause } from '../../machines/pause.js';
 import { keptFoundFirewalls } from '../firewall/kept.js';
 import type { StoreState } from '../store/state.js';
 import type { SavedHead } from '../store/peek.js';
+import type { Mark } from '../declaration/order.js';
 
-/** What `meshctl status` is answered: the store's head as saved (read without the lock: it is renamed whole), and the lifecycle's state. */
-export function statusOf(saved: SavedHead | undefined, node: string, lifecycleState: unknown, nowMs: number) {
+/**
+ * What `meshctl status` is answered: the store's head as saved (read without the lock: it is renamed
+ * whole), the newest declaration the host holds (kept: applied, or waiting to be), and the lifecycle's state.
+ */
+export function statusOf(saved: SavedHead | undefined, node: string, lifecycle: { state: unknown; kept: Mark | undefined }, nowMs: number) {
   const state: SavedHead = saved ?? {};
   return {
     node,
     mode: state.mode ?? null,
     lastApplied: state.lastApplied ?? null,
+    kept: lifecycle.kept ?? null,
     reportSequence: (state.reportSequence as number | undefined) ?? 0,
     lastOutcome: state.lastOutcome ?? null,
     held: state.held ?? [],
@@ -19,11 +24,15 @@ export function statusOf(saved: SavedHead | undefined, node: string, lifecycleSt
     foundFirewall: keptFoundFirewalls(state as Pick<StoreState, 'foundFirewall'>),
     // The pause as it stands now: one whose end has passed is none, whether or not a save removed it yet.
     paused: pauseAt(state.pause as Pause | undefined, nowMs),
-    state: lifecycleState,
+    state: lifecycle.state,
   };
 }
 
-/** The heartbeat: who, how far its reports have gone, what it applied, how long it has been up, and its pause. */
+/**
+ * The heartbeat: who, how far its reports have gone, what it applied and the newest it holds (a sender
+ * numbers after both, even when the node's key and reports are gone from the mesh), how long it has
+ * been up, and its pause.
+ */
 export function heartbeatOf(status: ReturnType<typeof statusOf>, uptimeMs: number) {
-  return { node: status.node, reportSequence: status.reportSequence, lastApplied: status.lastApplied, uptimeSeconds: Math.round(uptimeMs / 1000), paused: status.paused };
+  return { node: status.node, reportSequence: status.reportSequence, lastApplied: status.lastApplied, kept: status.kept, uptimeSeconds: Math.round(uptimeMs / 1000), paused: status.paused };
 }

@@ -50,14 +50,14 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     const { runCli } = await import('../support/cli.js');
     const status = await runCli('meshctl', ['status', h.node, '--server', mesh.server.url, '--json', '--log-level', 'warn']);
     expect(status.code, status.stderr).toBe(0);
-    expect(JSON.parse(status.stdout)).toMatchObject({ node: h.node, mode: 'converged', reportSequence: 2, lastApplied: { epoch: 1, sequence: 2 } });
+    expect(JSON.parse(status.stdout)).toMatchObject({ node: h.node, mode: 'converged', reportSequence: 2, lastApplied: { epoch: 1, sequence: 2 }, kept: { epoch: 1, sequence: 2 } });
     const { connect } = await import('@nats-io/transport-node');
     const nc = await connect({ servers: [mesh.server.url] });
     const beat = await new Promise<{ node: string; reportSequence: number; uptimeSeconds: number }>((resolve) => {
       nc.subscribe(`mesh.heartbeat.${h.node}`, { max: 1, callback: (_e, m) => resolve(JSON.parse(m.string())) });
     });
     await nc.close();
-    expect(beat).toMatchObject({ node: h.node, reportSequence: 2 });
+    expect(beat).toMatchObject({ node: h.node, reportSequence: 2, lastApplied: { epoch: 1, sequence: 2 }, kept: { epoch: 1, sequence: 2 } });
     // SIGTERM ends it between applies, with status 0.
     expect(await h.stop()).toBe(0);
     expect(h.log()).toContain('the host ends between applies: the store is quiesced');

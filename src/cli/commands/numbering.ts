@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { KV } from '@nats-io/kv';
 import { latestPerSubject } from '../../link/latest.js';
-import { DECLARATION_SUBJECTS, DECLARATIONS_BUCKET, DECLARATIONS_STREAM, declarationSubject, nodeOfReportSubject, REPORTS_STREAM, REPORTS_SUBJECTS, reportSubject } from '../../link/wire.js';
+import { DECLARATION_SUBJECTS, DECLARATIONS_BUCKET, DECLARATIONS_STREAM, declarationSubject, HEARTBEAT_SUBJECTS, heartbeatSubject, HEARTBEATS_STREAM, nodeOfReportSubject, REPORTS_STREAM, REPORTS_SUBJECTS, reportSubject } from '../../link/wire.js';
 import { refused } from '../../system/errors.js';
 import { sign } from '../../declaration/envelope.js';
 import { receiveDeclaration } from '../../declaration/load.js';
@@ -15,6 +15,11 @@ export interface NodeRecord {
   key?: { revision: number; mark?: Order; declaration?: Record<string, unknown> };
   /** The declaration the node's latest report was about, when it named one. */
   reported?: Order;
+  /**
+   * What the node's last heartbeat says it applied and holds (a declaration kept, waiting for a pause
+   * to end, say): the host's own word, which outlives a purged key or a lost reports stream.
+   */
+  held?: Order[];
 }
 
 /** Two operators sending at once rarely collide more than once; a bound keeps a storm from looping for ever. */
@@ -31,9 +36,12 @@ export function isNewer(a: Order, b: Order): boolean {
   return ea !== eb ? ea > eb : a.sequence > b.sequence;
 }
 
-/** The number a declaration that names none gets: after the newest of the key and the latest report, in the epoch asked or the one in force. */
+/**
+ * The number a declaration that names none gets: after the newest of the key, the latest report and what
+ * the last heartbeat says the host holds, in the epoch asked or the one in force.
+ */
 export function nextMark(record: NodeRecord, epoch: number | undefined): Order {
-  const known = [record.key?.mark, record.reported].filter((m): m is Order => m !== undefined);
+  const known = [record.key?.mark, record.reported, ...(record.held ?? [])].filter((m): m is Order => m !== undefined);
   const sequence = Math.max(0, ...known.map((m) => m.sequence)) + 1;
   const inForce = epoch ?? known.map((m) => m.epoch).filter((e): e is number => e !== undefined).reduce<number | undefined>((a, e) => (a === undefined || e > a ? e : a), undefined);
   return orderOf({ epoch: inForce, sequence });
@@ -51,15 +59,29 @@ function keyOf(revision: number, bytes: Uint8Array | undefined): NonNullable<Nod
   }
 }
 
-/** The declaration a report names, when it is readable. */
-function reportedOf(bytes: Uint8Array): Order | undefined {
+/** A mark as a report or a heartbeat carries it, when it is one. */
+function orderIn(value: unknown): Order | undefined {
+  const d = value as Partial<Order> | null | undefined;
+  return d && typeof d.sequence === 'number' ? orderOf({ epoch: typeof d.epoch === 'number' ? d.epoch : undefined, sequence: d.sequence }) : undefined;
+}
+
+/** The message as JSON, or undefined: a message the control side cannot read numbers nothing. */
+function parsed(bytes: Uint8Array): Record<string, unknown> | undefined {
   try {
-    const d = (JSON.parse(new TextDecoder().decode(bytes)) as { declaration?: Order | null }).declaration;
-    if (d && typeof d.sequence === 'number') return orderOf({ epoch: typeof d.epoch === 'number' ? d.epoch : undefined, sequence: d.sequence });
+    return JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
   } catch {
-    // a report the control side cannot read numbers nothing
+    return undefined;
   }
-  return undefined;
+}
+
+/** The declaration a report names, when it is readable. */
+const reportedOf = (bytes: Uint8Array): Order | undefined => orderIn(parsed(bytes)?.declaration);
+
+/** What a heartbeat says the host applied and keeps, when it is readable. */
+function heldOf(bytes: Uint8Array): Order[] | undefined {
+  const beat = parsed(bytes);
+  const held = [orderIn(beat?.lastApplied), orderIn(beat?.kept)].filter((m): m is Order => m !== undefined);
+  return held.length > 0 ? held : undefined;
 }
 
 export async function openDeclarations(nc: NatsConnection): Promise<KV> {
@@ -67,23 +89,26 @@ export async function openDeclarations(nc: NatsConnection): Promise<KV> {
   return new Kvm(nc).open(DECLARATIONS_BUCKET);
 }
 
-/** The node's key (any operation: a deleted key still has the revision a put must name) and its latest report. */
+/** The node's key (any operation: a deleted key still has the revision a put must name), its latest report and its last heartbeat. */
 export async function readNodeRecord(nc: NatsConnection, kv: KV, node: string): Promise<NodeRecord> {
-  const [entry, latest] = await Promise.all([kv.get(node), latestPerSubject(nc, REPORTS_STREAM, reportSubject(node))]);
+  const [entry, latest, beats] = await Promise.all([kv.get(node), latestPerSubject(nc, REPORTS_STREAM, reportSubject(node)), latestOrNone(nc, HEARTBEATS_STREAM, heartbeatSubject(node))]);
   const record: NodeRecord = {};
   if (entry) record.key = keyOf(entry.revision, entry.operation === 'PUT' ? entry.value : undefined);
   const report = latest.get(reportSubject(node));
   const reported = report && reportedOf(report.bytes);
   if (reported) record.reported = reported;
+  const beat = beats.get(heartbeatSubject(node));
+  const held = beat && heldOf(beat.bytes);
+  if (held) record.held = held;
   return record;
 }
 
 /**
- * What the mesh holds for every node at once: the newest value of each key and each node's latest
- * report, one read of each stream (a thousand nodes cost two consumers, not two thousand reads).
+ * What the mesh holds for every node at once: the newest value of each key, each node's latest report
+ * and last heartbeat, one read of each stream (a thousand nodes cost three consumers, not three thousand reads).
  */
 export async function readNodeRecords(nc: NatsConnection): Promise<Map<string, NodeRecord>> {
-  const [keys, reports] = await Promise.all([latestOrNone(nc, DECLARATIONS_STREAM, DECLARATION_SUBJECTS), latestOrNone(nc, REPORTS_STREAM, REPORTS_SUBJECTS)]);
+  const [keys, reports, beats] = await Promise.all([latestOrNone(nc, DECLARATIONS_STREAM, DECLARATION_SUBJECTS), latestOrNone(nc, REPORTS_STREAM, REPORTS_SUBJECTS), latestOrNone(nc, HEARTBEATS_STREAM, HEARTBEAT_SUBJECTS)]);
   const records = new Map<string, NodeRecord>();
   const recordOf = (node: string) => records.get(node) ?? records.set(node, {}).get(node)!;
   for (const m of keys.values()) {
@@ -93,6 +118,10 @@ export async function readNodeRecords(nc: NatsConnection): Promise<Map<string, N
   for (const m of reports.values()) {
     const reported = reportedOf(m.bytes);
     if (reported) recordOf(nodeOfReportSubject(m.subject)).reported = reported;
+  }
+  for (const m of beats.values()) {
+    const held = heldOf(m.bytes);
+    if (held) recordOf(m.subject.slice(heartbeatSubject('').length)).held = held;
   }
   return records;
 }
@@ -162,11 +191,13 @@ export async function numberAndSign(parsed: unknown, bytes: Buffer, file: string
   return { bytes: Buffer.from(JSON.stringify(await sign(payload, seed))), mark: orderOf(declaration) };
 }
 
+/** A declared number the host would refuse as stale: not newer than the node's key, or than what its last heartbeat says it holds. */
 export function refuseUnlessNewer(mark: Order, record: NodeRecord, file: string, node: string): void {
+  const hint = ['leave the sequence out of the file to have the next one given, or declare a newer one (or a newer epoch with --epoch N)'];
   const current = record.key?.mark;
-  if (!current || isNewer(mark, current)) return;
-  throw refused(`${file} declares ${describeMark(mark)}, which is not newer than the key of ${node} (${describeMark(current)}, revision ${record.key!.revision}): the host would refuse it as stale; nothing was sent`, [
-    'leave the sequence out of the file to have the next one given, or declare a newer one (or a newer epoch with --epoch N)',
-  ]);
+  if (current && !isNewer(mark, current)) {
+    throw refused(`${file} declares ${describeMark(mark)}, which is not newer than the key of ${node} (${describeMark(current)}, revision ${record.key!.revision}): the host would refuse it as stale; nothing was sent`, hint);
+  }
+  const held = record.held?.find((h) => !isNewer(mark, h));
+  if (held) throw refused(`${file} declares ${describeMark(mark)}, which is not newer than what ${node} holds by its last heartbeat (${describeMark(held)}): the host would refuse it as stale; nothing was sent`, hint);
 }
-
