@@ -83,6 +83,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a restart held of
     expect(step.detail).toMatch(new RegExp(`^deferred: locked by PID ${holder} since `));
     expect(readFileSync(join(h.root, 'srv/app/other.conf'), 'utf8')).toBe('v = 2\n');
     expect(startedNs(h.root)).toBe(firstStart);
+    const status = JSON.parse(await inside(process.execPath, [join(project, 'bin/mesh-host'), 'status', '--json', ...h.flags, '--log-level', 'warn'])) as { deferred: unknown[] };
+    expect(status.deferred).toEqual([{ id: 'locked', target: UNIT, lock: LOCK, pid: holder, since: step.lock!.state === 'held' ? step.lock!.waitingSince : '', until: expect.any(String), because: ['conf'] }]);
 
     // The daemon restarted while the restart waits: the store keeps it, the new daemon watches the lock.
     await inside('systemctl', ['stop', SERVICE]);

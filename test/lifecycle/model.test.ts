@@ -258,5 +258,5 @@ describe('the lifecycle, walked from its own definition', () => {
     const all = chart.transitions.map((t) => t.key).sort();
     expect(all.filter((k) => !covered.has(k))).toEqual([]);
     expect([...covered].filter((k) => !all.includes(k))).toEqual([]);
-  }, 600_000);
+  }, 900_000);
 });

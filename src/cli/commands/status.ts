@@ -7,6 +7,7 @@ import { loadConfig } from '../../config/config.js';
 import { declaredServiceStates, formatServiceStates } from '../../services/declared.js';
 import { formatKeptFoundFirewalls, keptFoundFirewalls } from '../../firewall/kept.js';
 import { pauseAt, pauseText } from '../../../machines/pause.js';
+import type { ResourceRecord } from '../../store/state.js';
 
 /** `mesh-host status`: mode, last applied, report sequence, footprint, services, the found firewall as kept, held, last outcome. */
 export async function statusCommand(ctx: CommandContext): Promise<number> {
@@ -29,6 +30,7 @@ export async function statusCommand(ctx: CommandContext): Promise<number> {
       services,
       foundFirewall: keptFoundFirewalls(s),
       paused: pauseAt(s.pause, ctx.clock.now().getTime()),
+      deferred: deferredOf(records),
     };
     output(ctx, status, () =>
       [
@@ -44,9 +46,19 @@ export async function statusCommand(ctx: CommandContext): Promise<number> {
         ...formatKeptFoundFirewalls(status.foundFirewall),
         `held:            ${s.held.length}`,
         ...s.held.map((h) => `  ${h.target} (${h.id}): ${h.reason}`),
+        ...(status.deferred.length > 0 ? [`deferred:        ${status.deferred.length}`] : []),
+        ...status.deferred.map((d) => `  ${d.target} (${d.id}): its ${d.because ? `restart (${d.because.join(', ')} changed)` : 'replacement'} waits for ${d.lock} (PID ${d.pid}) since ${d.since}, at most until ${d.until}`),
       ].join('\n'),
     );
     return EXIT.ok;
+  });
+}
+
+/** The restarts and replacements held off for a lock, as the records keep them, with when they go ahead anyway. */
+function deferredOf(records: ResourceRecord[]) {
+  return records.flatMap((r) => {
+    const d = r.deferred;
+    return d ? [{ id: r.id, target: r.target, lock: d.lock, pid: d.pid, since: d.since, until: new Date(Date.parse(d.since) + d.maxMs).toISOString(), ...(d.because ? { because: d.because } : {}) }] : [];
   });
 }
 
