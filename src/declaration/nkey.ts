@@ -4,9 +4,10 @@ const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 /**
  * The nkey prefix bytes this project uses: an operator key ('O') signs declarations; a node key ('N',
  * the kind NATS calls a server key) is a host's own and signs its reports; a user key ('U') is a
- * NATS user's, whose seed in a credentials file answers the server's challenge when connecting.
+ * NATS user's, whose seed in a credentials file answers the server's challenge when connecting; an
+ * account key ('A') issues users' JWTs.
  */
-export const NKEY_KIND = { operator: { byte: 14 << 3, letter: 'O', name: 'operator' }, node: { byte: 13 << 3, letter: 'N', name: 'node' }, user: { byte: 20 << 3, letter: 'U', name: 'user' } } as const;
+export const NKEY_KIND = { operator: { byte: 14 << 3, letter: 'O', name: 'operator' }, node: { byte: 13 << 3, letter: 'N', name: 'node' }, user: { byte: 20 << 3, letter: 'U', name: 'user' }, account: { byte: 0, letter: 'A', name: 'account' } } as const;
 export type NkeyKind = keyof typeof NKEY_KIND;
 /** The prefix byte of a seed; the kind's byte follows it, spread over the next bits. */
 const SEED = 18 << 3;
@@ -55,7 +56,7 @@ export function publicNkey(text: string, kind: NkeyKind): KeyObject | string {
   const raw = base32Decode(text);
   const { byte, letter, name } = NKEY_KIND[kind];
   if (!raw || raw.length !== 35) return `${text} is not an nkey`;
-  if (raw[0] !== byte) return `${text} is not ${name === 'operator' ? 'an' : 'a'} ${name} public key (${letter}…)`;
+  if (raw[0] !== byte) return `${text} is not ${name === 'operator' || name === 'account' ? 'an' : 'a'} ${name} public key (${letter}…)`;
   if (crc16(raw.subarray(0, 33)) !== raw.readUInt16LE(33)) return `${text} fails its checksum`;
   // As a JWK: OpenSSL takes the raw key as it is, where a DER key goes through its decoders, 4-6 times
   // slower; a fleet view makes one key a node.
