@@ -1,4 +1,4 @@
-import type { Mark } from '../declaration/order.js';
+import { compareOrder, type Mark } from '../declaration/order.js';
 import type { Mode } from '../declaration/schema.js';
 import type { Outcome, Report, Trigger } from '../report/report.js';
 import { pauseAt, pauseText, type Pause } from '../../machines/pause.js';
@@ -59,8 +59,7 @@ export const SILENT_AFTER_INTERVALS = 3;
 
 /** (epoch, sequence) order; a mark without an epoch is ordered by its sequence alone. */
 export function isNewer(a: Mark, b: Mark): boolean {
-  if (a.epoch !== undefined && b.epoch !== undefined && a.epoch !== b.epoch) return a.epoch > b.epoch;
-  return a.sequence > b.sequence;
+  return compareOrder(a, b) > 0;
 }
 
 /**

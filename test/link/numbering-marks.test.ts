@@ -17,5 +17,9 @@ describe('the number a send gives, from what the mesh and the host say', () => {
     );
     expect(() => refuseUnlessNewer({ epoch: 1, sequence: 4 }, { key: { revision: 9, mark: { epoch: 1, sequence: 4 } } }, 'app.json', 'web-1')).toThrow(/not newer than the key of web-1 \(epoch 1, sequence 4, revision 9\)/);
     expect(() => refuseUnlessNewer({ epoch: 1, sequence: 4 }, { key: { revision: 9, mark: { epoch: 1, sequence: 3 } }, held: [{ epoch: 1, sequence: 3 }] }, 'app.json', 'web-1')).not.toThrow();
+    // Ordered as the host orders: against a mark without an epoch the sequence alone decides, so a new
+    // epoch does not make a lower sequence newer (the host would refuse it as stale).
+    expect(() => refuseUnlessNewer({ epoch: 2, sequence: 1 }, { key: { revision: 9, mark: { sequence: 5 } } }, 'app.json', 'web-1')).toThrow(/epoch 2, sequence 1, which is not newer than the key of web-1 \(sequence 5/);
+    expect(() => refuseUnlessNewer({ epoch: 2, sequence: 1 }, { key: { revision: 9, mark: { epoch: 1, sequence: 5 } } }, 'app.json', 'web-1')).not.toThrow();
   });
 });

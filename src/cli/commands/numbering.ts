@@ -5,7 +5,7 @@ import { DECLARATION_SUBJECTS, DECLARATIONS_BUCKET, DECLARATIONS_STREAM, declara
 import { refused } from '../../system/errors.js';
 import { sign } from '../../declaration/envelope.js';
 import { receiveDeclaration } from '../../declaration/load.js';
-import { orderOf, type Order } from '../../declaration/order.js';
+import { compareOrder, orderOf, type Order } from '../../declaration/order.js';
 import { lazy } from '../../system/interop.js';
 import { isRevisionConflict } from '../../link/revision.js';
 
@@ -29,12 +29,8 @@ const PUT_HEADROOM = 256;
 
 export const describeMark = (m: Order) => (m.epoch === undefined ? `sequence ${m.sequence}` : `epoch ${m.epoch}, sequence ${m.sequence}`);
 
-/** Whether a comes after b in a node's order: the epoch first (a missing one counts as 0), then the sequence. */
-export function isNewer(a: Order, b: Order): boolean {
-  const ea = a.epoch ?? 0;
-  const eb = b.epoch ?? 0;
-  return ea !== eb ? ea > eb : a.sequence > b.sequence;
-}
+/** Whether a comes after b as the host orders them (the epoch decides when both carry one, else the sequence alone). */
+const isNewer = (a: Order, b: Order): boolean => compareOrder(a, b) > 0;
 
 /**
  * The number a declaration that names none gets: after the newest of the key, the latest report and what
