@@ -204,25 +204,23 @@ function recordApply(store: Store, report: Report, speaks: boolean): void {
 /**
  * The report reaches the outbox before the store records its sequence: a crash in between leaves a
  * report the next start counts (see openStore), never a sequence without its report. The store is saved
- * even when the apply failed: what was applied before the failure is on the machine.
+ * even when the apply failed (or the outbox could not be written): what was applied before the failure
+ * is on the machine.
  */
 async function keepReport(env: HostEnv, report: Report, speaks: boolean): Promise<void> {
-  const failures: string[] = [];
   const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-  if (speaks && env.outbox) {
-    try {
-      await env.outbox.addAsync(report);
-      markStep('outboxed');
-    } catch (err) {
-      failures.push(`the report could not be kept in the outbox (${code(err)}): the mesh will not hear of this apply`);
-    }
-  }
-  try {
-    await env.store.saveAsync();
-    markStep('saved');
-  } catch (err) {
-    failures.push(`the store could not be saved (${code(err)}): the machine holds what was applied, the record on disk is the one before this apply`);
-  }
+  // The two writes go to the disk together; only the store's commit (its head's rename) waits for the outbox's.
+  const outboxed = speaks && env.outbox
+    ? env.outbox.addAsync(report).then(
+      () => void markStep('outboxed'),
+      (err: unknown) => `the report could not be kept in the outbox (${code(err)}): the mesh will not hear of this apply`,
+    )
+    : undefined;
+  const saved = await env.store.saveAsync(outboxed).then(
+    () => void markStep('saved'),
+    (err: unknown) => `the store could not be saved (${code(err)}): the machine holds what was applied, the record on disk is the one before this apply`,
+  );
+  const failures = [await outboxed, saved].filter((failure) => failure !== undefined);
   if (failures.length > 0) {
     env.log.error({ failures }, failures.join('; '));
     report.outcome = 'failed';

@@ -47,6 +47,8 @@ export function daemonImplementations(parts: DaemonParts): Implementations {
       reportSender: reportSender(parts),
       quiesce: fromPromise<void, { ending: Ending }>(async ({ input }) => {
         parts.store.quiesce();
+        // The removals of reports acknowledged just now are made durable before the host ends or stands aside.
+        await parts.outbox.flush().catch(() => undefined);
         parts.options.log.info({ ending: input.ending }, 'the host ends between applies: the store is quiesced');
       }),
     },
@@ -218,7 +220,25 @@ function applyWorker(parts: DaemonParts) {
   });
 }
 
+/** How long after an acknowledged report's removal the outbox is flushed, unless the next report's write did it first. */
+const REMOVAL_FLUSH_MS = 1000;
+
+/** A removal's flush a moment later, one at a time: back-to-back reports make it durable with their own writes. */
+function removalFlush(parts: DaemonParts): () => void {
+  const { clock, log } = parts.options;
+  let waiting = false;
+  return () => {
+    if (waiting) return;
+    waiting = true;
+    clock.after(REMOVAL_FLUSH_MS, () => {
+      waiting = false;
+      parts.outbox.flush().catch((err: Error) => log.warn({ err: err.message }, 'the outbox could not be flushed: a report acknowledged just now may be sent again after a power cut'));
+    });
+  };
+}
+
 function reportSender(parts: DaemonParts) {
+  const flushSoon = removalFlush(parts);
   return fromPromise<void, ReportRef>(async ({ input }) => {
     const { log } = parts.options;
     markStep('sending');
@@ -227,6 +247,7 @@ function reportSender(parts: DaemonParts) {
     const published = await parts.link.publish(input.sequence, (limit) => parts.outbox.message(input.sequence, limit - REPORT_HEADROOM));
     if (!published.sent) return void log.debug({ report: input.sequence }, 'link: report folded into a later one; nothing to send');
     await parts.outbox.remove(input.sequence);
+    flushSoon();
     markStep('removed');
     log.debug({ report: input.sequence, duplicate: published.duplicate, bytes: published.bytes }, 'link: report acknowledged');
   });

@@ -23,6 +23,13 @@ export interface WatchingDeps {
 }
 
 /**
+ * How long after an apply the footprint's first look waits: the apply's report is published meanwhile,
+ * and a delivery that follows at once starts its apply without 10,000 lstats on libuv's threads beside it
+ * (the watchers end when an apply starts). Nothing is missed: the folders are watched from the start.
+ */
+const FIRST_LOOK_AFTER_MS = 100;
+
+/**
  * The watchers of the host between two applies: what the last applied declaration asked to run, and
  * the footprint as the store saved it: as the daemon's own last run left it, or read without the lock
  * when a command run by hand saved since (it is saved whole). Returns their close.
@@ -45,6 +52,7 @@ export function startWatching(deps: WatchingDeps): () => void {
     },
     onUnitsWatched: (units) => deps.log.debug({ reportSequence: state.reportSequence, units }, 'watch: the units are watched from here on'),
     log: deps.log,
+    firstLookAfterMs: FIRST_LOOK_AFTER_MS,
   });
   let closed = false;
   void watcher.looked.then(() => {

@@ -43,6 +43,10 @@ export class Outbox {
   private readonly fullDir: string;
   readonly bounds: OutboxBounds;
 
+  /** Removals made, and how many of them a fsync of the directory has made durable. */
+  private removals = 0;
+  private flushed = 0;
+
   constructor(stateDir: string, bounds: Partial<OutboxBounds> = {}) {
     this.dir = join(stateDir, OUTBOX_DIR);
     this.fullDir = join(stateDir, FULL_REPORTS_DIR);
@@ -74,7 +78,10 @@ export class Outbox {
     // the sent report's.
     const whole = this.keepWholeAsync(report);
     const bytes = Buffer.from(JSON.stringify(sentReport(report)));
+    // The write's fsync of the directory makes every removal made before it began durable too.
+    const removals = this.removals;
     await intoDirectory(this.dir, () => writeDurablyAsync(join(this.dir, nameOf(report.sequence)), bytes, 0o600));
+    this.flushed = Math.max(this.flushed, removals);
     await whole;
     this.fold();
   }
@@ -137,14 +144,28 @@ export class Outbox {
     return fitReport(report, limit);
   }
 
-  /** Acknowledged: gone from the outbox (the directory flushed off the event loop). */
+  /**
+   * Acknowledged: gone from the outbox. The removal is made durable by the directory's next fsync, the
+   * next report's write or flush(), not by one of its own: that fsync waited on the disk beside the next
+   * delivery's writes. A power cut before it sends the report again with its message id, as a crash
+   * between the acknowledgement and the removal always could: the stream stores it once within its
+   * duplicate window, and after it the same report again, never a lost one.
+   */
   async remove(sequence: number): Promise<void> {
     try {
       await unlink(join(this.dir, nameOf(sequence)));
-      await fsyncDirectoryAsync(this.dir);
+      this.removals++;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
+  }
+
+  /** The removals not yet made durable by a fsync of the directory, flushed (off the event loop); nothing when there are none. */
+  async flush(): Promise<void> {
+    const removals = this.removals;
+    if (removals === this.flushed) return;
+    await fsyncDirectoryAsync(this.dir);
+    this.flushed = Math.max(this.flushed, removals);
   }
 
   /** The waiting reports' count and bytes. */

@@ -181,14 +181,19 @@ export class Store {
     this.runWhenSaved();
   }
 
-  /** save(), with the disk's waits off the event loop: the apply's save of a large store. */
-  async saveAsync(): Promise<void> {
+  /**
+   * save(), with the disk's waits off the event loop: the apply's save of a large store. `commitAfter`
+   * is a write that must be durable before the head is (the report the head counts, in the outbox):
+   * the journal's line and the head's temporary are written and fsynced beside it, and the head's
+   * rename, the commit, waits for it.
+   */
+  async saveAsync(commitAfter?: Promise<unknown>): Promise<void> {
     const plan = this.prepareSave();
     if (plan === undefined) return;
     // Every record in one line is 10,000 records stringified (held a daemon's loop 150-700 ms): made in slices.
     if (plan.kind === 'generation') await startGenerationAsync(this.stateDir, plan.mark.generation, measured(plan, await wholeLineInSlices(plan.records)));
     else if (plan.kind === 'append') plan.mark.length = await appendLineAsync(this.stateDir, this.mark!, plan.line);
-    await writeDurablyAsync(join(this.stateDir, STATE_FILE), this.headBytes(plan.mark));
+    await writeDurablyAsync(join(this.stateDir, STATE_FILE), this.headBytes(plan.mark), 0o600, commitAfter);
     this.afterSave(plan);
     if (this.pendingIntents.length === 0) await this.intents.clearAsync(false);
     this.runWhenSaved();

@@ -51,9 +51,12 @@ export function writeDurably(target: string, bytes: Uint8Array, mode = 0o600): v
 
 /**
  * writeDurably with the waits (the fsyncs) on libuv's threads, so a daemon keeps answering while a
- * large store reaches the disk. The same discipline: temporary, fsync, rename, directory fsync.
+ * large store reaches the disk. The same discipline: temporary, fsync, rename, directory fsync. When
+ * the new file may name something only once another write is durable (the store's head and the
+ * report it counts), `renameAfter` is that write: the temporary is written and fsynced beside it, and
+ * the rename waits for it to end, however it ends.
  */
-export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode = 0o600): Promise<void> {
+export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode = 0o600, renameAfter?: Promise<unknown>): Promise<void> {
   const dir = dirname(target);
   const temporary = join(dir, `${temporaryPrefix(target)}${process.pid}-${randomBytes(6).toString('hex')}`);
   const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
@@ -62,6 +65,7 @@ export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode 
     await handle.writeFile(bytes);
     await handle.sync();
     await handle.close();
+    await renameAfter?.catch(() => undefined);
     await rename(temporary, target);
     renamed = true;
     await fsyncDirectoryAsync(dir);

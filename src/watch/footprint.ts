@@ -17,6 +17,8 @@ export interface FootprintWatchOptions {
   root: string;
   /** Events of one burst are gathered this long before the paths are looked at (default 200 ms). */
   settleMs?: number;
+  /** The first look waits this long after the folders are watched (default: it starts at once). */
+  firstLookAfterMs?: number;
   onFound(found: Finding[]): void;
   log: Logger;
 }
@@ -152,14 +154,21 @@ export function watchFootprint(options: FootprintWatchOptions): FootprintWatcher
   };
 
   const watchers = watchFolders(byFolder, heard, (owned) => dirty.add(owned), options.log);
-  const looked = lookAtAll(options.owned, real, (owned, look) => void last.set(owned.target, look), () => closed).then(() => {
+  const lookFirst = () => lookAtAll(options.owned, real, (owned, look) => void last.set(owned.target, look), () => closed).then(() => {
     firstLookDone = true;
     schedule();
   });
+  // A first look put off is safe: every change from now on is heard, and a path heard before its look is drift whatever the look shows.
+  let startLooking: (() => void) | undefined;
+  const later = options.firstLookAfterMs ? new Promise<void>((resolve) => (startLooking = resolve)) : undefined;
+  const firstLookTimer = later && setTimeout(() => startLooking?.(), options.firstLookAfterMs);
+  const looked = later ? later.then(lookFirst) : lookFirst();
   return {
     looked,
     close() {
       closed = true;
+      if (firstLookTimer) clearTimeout(firstLookTimer);
+      startLooking?.();
       if (settle) clearTimeout(settle);
       for (const w of watchers) w.close();
     },

@@ -35,6 +35,8 @@ export interface HostWatchInput {
   onUnitsWatched?(units: readonly string[]): void;
   log: Logger;
   unitIntervalMs?: number;
+  /** The footprint's first look waits this long (see FootprintWatchOptions). */
+  firstLookAfterMs?: number;
 }
 
 /** The units the mesh asked to run. */
@@ -60,7 +62,7 @@ export function watchHost(input: HostWatchInput): HostWatcher {
   const owned = ownedPaths(input.records);
   const watchers: Watcher[] = [];
   let closed = false;
-  const footprint = owned.length > 0 ? watchFootprint({ owned, root: input.root, onFound: input.onFound, log: input.log }) : undefined;
+  const footprint = owned.length > 0 ? watchFootprint({ owned, root: input.root, onFound: input.onFound, log: input.log, ...(input.firstLookAfterMs ? { firstLookAfterMs: input.firstLookAfterMs } : {}) }) : undefined;
   if (footprint) watchers.push(footprint);
   if (input.containerEvents && input.node !== undefined && Object.values(input.records).some((r) => r.type === 'container')) {
     watchers.push(watchContainers({ events: input.containerEvents, label: `mesh-host.node=${input.node}`, onFound: input.onFound, log: input.log }));

@@ -19,15 +19,15 @@ async function watched(files = 3) {
   return w;
 }
 
-/** The same, returned as soon as the watcher starts, its first look still being taken. */
-function watchedAtOnce(files = 3) {
+/** The same, returned as soon as the watcher starts, its first look still being taken (or, put off, not yet begun). */
+function watchedAtOnce(files = 3, firstLookAfterMs?: number) {
   const s = scratch('mesh-host-watch-');
   const root = s.dir;
   mkdirSync(join(root, 'etc/app'), { recursive: true });
   for (let i = 0; i < files; i++) writeFileSync(join(root, `etc/app/f${i}.conf`), `value = ${i}\n`, { mode: 0o644 });
   const batches: Finding[][] = [];
   const owned = [{ target: '/etc/app', type: 'directory' as const }, ...Array.from({ length: files }, (_, i) => ({ target: `/etc/app/f${i}.conf`, type: 'file' as const }))];
-  const watcher = watchFootprint({ owned, root, onFound: (found) => batches.push(found), log: silentLogger() });
+  const watcher = watchFootprint({ owned, root, onFound: (found) => batches.push(found), log: silentLogger(), ...(firstLookAfterMs ? { firstLookAfterMs } : {}) });
   cleanups.push(() => watcher.close(), s.cleanup);
   const messages = () => batches.flat().map((f) => f.message).sort();
   const until = async (what: string, done: () => boolean, timeoutMs = 10_000) => {
@@ -52,6 +52,28 @@ describe('the footprint watcher (inotify through fs.watch)', () => {
     await w.until('a removal', () => w.messages().includes('drift: /etc/app/f2.conf removed'));
     chmodSync(join(w.root, 'etc/app'), 0o700);
     await w.until('a directory chmod', () => w.messages().some((m) => /^drift: \/etc\/app mode 0\d{3}→0700$/.test(m)));
+  });
+
+  it('a first look put off: an edit and a removal made before it begins are said, never taken as the baseline', async () => {
+    const w = watchedAtOnce(3, 400);
+    let lookedYet = false;
+    void w.watcher.looked.then(() => (lookedYet = true));
+    writeFileSync(join(w.root, 'etc/app/f0.conf'), 'value = edited before the first look\n');
+    rmSync(join(w.root, 'etc/app/f2.conf'));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(lookedYet).toBe(false);
+    await w.watcher.looked;
+    await w.until('the edit and the removal', () => w.messages().includes('drift: /etc/app/f0.conf changed as the watch began') && w.messages().includes('drift: /etc/app/f2.conf changed as the watch began'));
+    expect(w.messages().some((m) => m.includes('f1.conf'))).toBe(false);
+  });
+
+  it('closed before its first look is begun: the look is never taken, and looked settles', async () => {
+    const w = watchedAtOnce(3, 60_000);
+    w.watcher.close();
+    await w.watcher.looked;
+    writeFileSync(join(w.root, 'etc/app/f0.conf'), 'value = after close\n');
+    await new Promise((r) => setTimeout(r, 400));
+    expect(w.batches).toEqual([]);
   });
 
   it('an edit made while the first look is being taken is said, never taken as the baseline', async () => {
