@@ -55,6 +55,8 @@ export interface ApplyRequest {
   mayChangeMode: boolean;
   /** The lifecycle ordered it (the daemon's worker): the gate does not check its order again. */
   ordered?: boolean;
+  /** A write that must be durable before the machine is touched (the kept declaration, written while the apply plans). */
+  touchAfter?: Promise<void>;
   /** Called with the plan before anything is touched (it is printed first). */
   onPlan?: (plan: Plan) => void;
   /** Said in the report (a repair of the recorded mode, say). */
@@ -118,6 +120,8 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     if (store.state.mode !== declaration.mode) {
       said.push(store.state.mode === undefined ? `mode recorded: ${declaration.mode}` : `mode changed by the mesh: ${store.state.mode} → ${declaration.mode}`);
     }
+    const unkept = await untilKept(request.touchAfter);
+    if (unkept) return refusedBy(unkept);
     const outcome = await applyPlan(planned, ctx);
     markStep('applied');
     const report = await reportOf(env, request, outcome, [...said, ...outcome.said], startedAt);
@@ -130,6 +134,17 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     return { kind: speaks ? 'applied' : 'silent', plan, report };
   } finally {
     fs.close();
+  }
+}
+
+/** The write the apply waits for before it touches the machine; a refusal when it failed. */
+async function untilKept(touchAfter: Promise<void> | undefined): Promise<Refusal | undefined> {
+  try {
+    await touchAfter;
+    return undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    return { kind: 'state', reason: `the declaration could not be kept on disk (${code}); nothing was touched`, details: [] };
   }
 }
 

@@ -39,7 +39,7 @@ export function daemonImplementations(parts: DaemonParts): Implementations {
       genesis: genesisActor(parts),
       link: linkActor(parts),
       reconcileTimer: reconcileTimer(parts),
-      outboxWatch: fromCallback(({ sendBack }) => watchOutbox(parts.options.paths.stateDir, parts.outbox, parts.options.clock, parts.options.log, (report) => sendBack({ type: 'REPORT_MADE', report }))),
+      outboxWatch: fromCallback(({ sendBack }) => watchOutbox(parts.options.paths.stateDir, parts.outbox, parts.options.clock, parts.options.log, () => parts.store.busy, (report) => sendBack({ type: 'REPORT_MADE', report }))),
       watchers: watchersActor(parts),
       pauseWatch: pauseWatchActor(parts),
       lockWatch: lockWatchActor(parts),

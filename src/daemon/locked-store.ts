@@ -29,6 +29,7 @@ export interface Peeked {
  */
 export class LockedStore {
   private quiesced = false;
+  private running = false;
   private current: Store | undefined;
   private left: Left | undefined;
   /** Runs and plans one after another in this process (the lock orders them against other processes). */
@@ -75,7 +76,21 @@ export class LockedStore {
       if (head !== undefined) this.left = { head, store };
       return out;
     };
-    return withLockedStore(this.stateDir, this.log, { command: `mesh-host run (${what})`, timeoutMs: DAEMON_LOCK_TIMEOUT_MS }, run, () => this.open(left));
+    this.running = true;
+    try {
+      return await withLockedStore(this.stateDir, this.log, { command: `mesh-host run (${what})`, timeoutMs: DAEMON_LOCK_TIMEOUT_MS }, run, () => this.open(left));
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /**
+   * A run of this daemon holds the store (runs go one at a time): a report it puts in the outbox is not
+   * yet counted by the store's head, which its save commits after the report is durable. Only the run's
+   * output may hand such a report on to be sent.
+   */
+  get busy(): boolean {
+    return this.running;
   }
 
   /**

@@ -67,7 +67,7 @@ export async function runWork(deps: WorkerDeps, store: Store, work: Work): Promi
   const said = work.kind === 'delivery' ? [] : source.said;
   const found = work.kind === 'reconcile' ? work.found : undefined;
   const began = deps.clock.now().toISOString();
-  const result = await applyDeclaration(env, { received, origin: 'mesh', trigger, dryRun: false, mayChangeMode, ordered: true, said, ...(found?.length ? { found } : {}) });
+  const result = await applyDeclaration(env, { received, origin: 'mesh', trigger, dryRun: false, mayChangeMode, ordered: true, said, touchAfter: deps.kept.durable(), ...(found?.length ? { found } : {}) });
   if (result.kind === 'refused') {
     const { declaration, digest } = received;
     reportRefusal(env, {

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { HostConfig } from '../config/config.js';
 import { openBundle } from '../declaration/bundle.js';
@@ -46,6 +47,17 @@ export class KeptDeclaration {
   noteRevision(revision: number, digest: string): void {
     writeFileSync(`${this.revisionPath}.tmp`, JSON.stringify({ revision, digest }), { mode: 0o600 });
     renameSync(`${this.revisionPath}.tmp`, this.revisionPath);
+  }
+
+  /** noteRevision() off the event loop. */
+  async noteRevisionAsync(revision: number, digest: string): Promise<void> {
+    await writeFile(`${this.revisionPath}.tmp`, JSON.stringify({ revision, digest }), { mode: 0o600 });
+    await rename(`${this.revisionPath}.tmp`, this.revisionPath);
+  }
+
+  /** Settles once the declaration kept last is on disk: at once here, since keep() writes before it returns. */
+  durable(): Promise<void> {
+    return Promise.resolve();
   }
 
   /** Which value of the key was kept, as the hint says; nothing when there is no readable hint. */

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { newOperatorKey, sign } from '../../src/declaration/envelope.js';
 import { receiveDeclaration } from '../../src/declaration/load.js';
 import { RememberedKept } from '../../src/daemon/remembered-kept.js';
@@ -23,6 +24,10 @@ describe('the kept declaration as the daemon opens it', () => {
     kept.remember(received);
     expect(kept.exists()).toBe(false);
     kept.keepDelivered({ sequence: 2, digest: received.digest, revision: 7 }, config);
+    // Written off the event loop: until it is on disk, the kept declaration is those bytes all the same.
+    expect(kept.exists()).toBe(true);
+    expect(await kept.receive(config)).toBe(received);
+    await kept.durable();
     expect(kept.read().equals(bytes)).toBe(true);
     expect(kept.revision()).toEqual({ revision: 7, digest: received.digest });
     // The very object the intake made: nothing parsed again.
@@ -46,5 +51,26 @@ describe('the kept declaration as the daemon opens it', () => {
     // Another pinned key: checked again (and refused: the bytes are not signed by it).
     const other = await newOperatorKey();
     await expect(kept.receive({ publicKey: other.publicKey, node: 'n1' })).rejects.toMatchObject({ kind: 'forged' });
+  });
+
+  it('a keep that could not be written is written again when an apply next asks, and is the kept declaration meanwhile', async () => {
+    const { seed, publicKey } = await newOperatorKey();
+    const config = { publicKey, node: 'n1' };
+    const dir = folder();
+    const kept = new RememberedKept(dir);
+    const bytes = await signed(seed, 2);
+    const received = await receiveDeclaration(bytes, { source: 'the delivery', node: 'n1', requireSignature: true, pinnedKey: publicKey });
+    kept.remember(received);
+    // A directory where the kept declaration goes: the write's rename fails, as a failing disk would make it.
+    mkdirSync(join(dir, 'declared.json', 'in-the-way'), { recursive: true });
+    kept.keepDelivered({ sequence: 2, digest: received.digest, revision: 7 }, config);
+    await expect(kept.durable()).rejects.toMatchObject({ code: expect.stringMatching(/^(EISDIR|ENOTEMPTY|EEXIST)$/) });
+    expect(kept.exists()).toBe(true);
+    expect(await kept.receive(config)).toBe(received);
+    // Asked again once the way is clear: written now.
+    rmSync(join(dir, 'declared.json'), { recursive: true });
+    await kept.durable();
+    expect(kept.read().equals(bytes)).toBe(true);
+    expect(kept.revision()).toEqual({ revision: 7, digest: received.digest });
   });
 });
