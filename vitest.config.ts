@@ -25,6 +25,7 @@ const UNIT = [
   'test/fleet/rollout-decide.test.ts',
   'test/fleet/rows.test.ts',
   'test/inventory/verdicts.test.ts',
+  'test/archive/arrival.test.ts',
   'test/link/notices.test.ts',
   'test/link/numbering-marks.test.ts',
   'test/link/report-trust.test.ts',

@@ -23,6 +23,8 @@ export interface ArchiveObjects {
   info(name: string): Promise<ArchiveObjectInfo | undefined>;
   /** The object's bytes as they arrive; undefined when there is no such object. */
   read(name: string): Promise<AsyncIterable<Uint8Array> | undefined>;
+  /** Whether this store is a copy that follows another (a site's copy of the hub's): an object may still be on its way. */
+  follows?(): Promise<boolean>;
 }
 
 /** Gives the archive store when it is needed, or refuses ('no-link') saying why there is none. */
@@ -59,6 +61,9 @@ export function natsArchiveObjects(nc: NatsConnection): ArchiveObjects {
   return {
     async info(name) {
       return infoOf(await (await store()).info(name));
+    },
+    async follows() {
+      return (await (await store()).status()).streamInfo.config.mirror !== undefined;
     },
     async read(name) {
       const result = await (await store()).get(name);

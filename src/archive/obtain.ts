@@ -1,9 +1,10 @@
 import { ArchiveCache } from './cache.js';
 import { digestMismatch, sha256Hex, sha256OfFile } from './digest.js';
 import type { ArchiveLimits } from '../config/archive-limits.js';
-import type { ArchiveObjectsProvider } from './objects.js';
 import type { ArchiveBytes } from './read.js';
 import { ArchiveRefused } from './refusal.js';
+import type { ArchiveObjects, ArchiveObjectsProvider } from './objects.js';
+import type { Clock } from '../system/clock.js';
 
 /** What archives need from the host, passed in. */
 export interface ArchiveEnv {
@@ -11,6 +12,38 @@ export interface ArchiveEnv {
   limits: ArchiveLimits;
   /** The archive store over the link; absent when the host has no link (then object sources fail, saying so). */
   objects?: ArchiveObjectsProvider;
+  /** Paces the wait for an object still on its way to the store the host reads. */
+  clock: Clock;
+}
+
+/**
+ * How long a fetch waits for its object to be in the store as declared. A site's hosts read a copy of
+ * the store that follows the hub's at its own pace, as their copy of the declarations does: after a cut,
+ * or for an archive uploaded just before the declaration naming it, the declaration can come first.
+ */
+export const OBJECT_ARRIVAL_MS = 60_000;
+const FIRST_LOOK_AGAIN_MS = 100;
+const LONGEST_LOOK_AGAIN_MS = 2_000;
+
+/**
+ * In a store that follows another, waits until it describes the object with the declared digest
+ * (absent, or an older upload under the same name, it may be on its way), looking again at growing
+ * intervals, at most OBJECT_ARRIVAL_MS; the store the uploads go to is not waited on. It decides
+ * nothing: the fetch after it refuses what is still missing or different, and a store that cannot be
+ * asked is left to the fetch to name.
+ */
+async function objectArrived(objects: ArchiveObjects, name: string, sha256: string, clock: Clock): Promise<void> {
+  const started = clock.monotonic();
+  try {
+    for (let wait = FIRST_LOOK_AGAIN_MS; ; wait = Math.min(wait * 2, LONGEST_LOOK_AGAIN_MS)) {
+      if ((await objects.info(name))?.sha256 === sha256) return;
+      if (wait === FIRST_LOOK_AGAIN_MS && !(await objects.follows?.())) return;
+      if (clock.monotonic() - started + wait > OBJECT_ARRIVAL_MS) return;
+      await clock.sleep(wait);
+    }
+  } catch {
+    return;
+  }
 }
 
 export type ArchiveSource = { inline: string } | { object: string };
@@ -52,6 +85,7 @@ export async function obtainArchive(env: ArchiveEnv, source: ArchiveSource, sha2
   if (!fetch) return undefined;
   if (!env.objects) throw new ArchiveRefused('no-link', `object '${source.object}' needs the archive store, and this host has no link configured (no servers)`);
   const objects = await env.objects();
+  await objectArrived(objects, source.object, sha256, env.clock);
   const temporary = await cache.fetch(objects, source.object, sha256);
   return {
     bytes: { kind: 'file', path: temporary },

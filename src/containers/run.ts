@@ -24,7 +24,7 @@ export interface ContainerEnv {
 /** Where an image archive of the mesh is fetched and checked, for one apply. */
 export function archivesOf(env: ContainerEnv): ArchiveEnv {
   const objects = env.objects();
-  return { stateDir: env.stateDir, limits: env.archiveLimits, ...(objects ? { objects } : {}) };
+  return { stateDir: env.stateDir, limits: env.archiveLimits, clock: env.clock, ...(objects ? { objects } : {}) };
 }
 
 /** What one apply's container steps share: the engine, its one listing of the host's containers, the watched. */

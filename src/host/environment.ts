@@ -64,7 +64,7 @@ export interface HandlerParts {
  */
 export function hostHandlers(parts: HandlerParts): HandlerTable {
   const services = { manager: parts.serviceManager ?? noServiceManager, clock: parts.clock, pauseMs: parts.verifyPauseMs ?? DEFAULTS.verifyPauseMs };
-  const archives = { stateDir: parts.stateDir, limits: { ...DEFAULT_ARCHIVE_LIMITS, ...parts.archiveLimits }, objects: parts.archiveObjects ?? (() => undefined) };
+  const archives = { stateDir: parts.stateDir, limits: { ...DEFAULT_ARCHIVE_LIMITS, ...parts.archiveLimits }, objects: parts.archiveObjects ?? (() => undefined), clock: parts.clock };
   return withBuildFault({
     ...BASE_HANDLERS,
     service: lazyHandler<ServiceResource>(SERVICE_SHAPE, () => import('../resources/service.js').then((m) => m.serviceHandler(services))),

@@ -38,7 +38,7 @@ export interface SiteSetUp {
  *   during a cut, and that the hub's reports stream sources, in the order stored and each once, from
  *   the point it reached whenever the uplink comes back.
  *
- * Running it again changes nothing that is there.
+ * Running it again changes nothing that is there, but lets a copy made before take rollups.
  */
 export async function ensureSite(nc: NatsConnection, site: string, hubDomain: string): Promise<SiteSetUp> {
   const { jetstreamManager } = await lazy(import('@nats-io/jetstream'));
@@ -47,17 +47,23 @@ export async function ensureSite(nc: NatsConnection, site: string, hubDomain: st
   const present: string[] = [];
   const fromHub = (name: string) => ({ name, external: { api: domainApi(hubDomain), deliver: '' } });
   const leafParts: Array<{ what: string; config: Partial<StreamConfig> & { name: string } }> = [
-    { what: `the site's copy of ${DECLARATIONS_STREAM}`, config: { name: DECLARATIONS_STREAM, mirror: fromHub(DECLARATIONS_STREAM), allow_direct: true, max_msgs_per_subject: 1 } },
+    // The copies take every message the hub's streams hold, rollups too: an object's description and a
+    // purge of a key are stored with one, and a copy refusing it stops there and follows no further.
+    { what: `the site's copy of ${DECLARATIONS_STREAM}`, config: { name: DECLARATIONS_STREAM, mirror: fromHub(DECLARATIONS_STREAM), allow_direct: true, max_msgs_per_subject: 1, allow_rollup_hdrs: true } },
     {
       what: `the site's notices of puts (${SITE_NOTICES_STREAM})`,
-      config: { name: SITE_NOTICES_STREAM, subjects: [DECLARATION_SUBJECTS], sources: [fromHub(DECLARATIONS_STREAM)], max_msgs_per_subject: 1, no_ack: true, republish: { src: DECLARATION_SUBJECTS, dest: DECLARED_SUBJECTS, headers_only: true } },
+      config: { name: SITE_NOTICES_STREAM, subjects: [DECLARATION_SUBJECTS], sources: [fromHub(DECLARATIONS_STREAM)], max_msgs_per_subject: 1, allow_rollup_hdrs: true, no_ack: true, republish: { src: DECLARATION_SUBJECTS, dest: DECLARED_SUBJECTS, headers_only: true } },
     },
-    { what: `the site's copy of OBJ_${ARCHIVES_BUCKET}`, config: { name: `OBJ_${ARCHIVES_BUCKET}`, mirror: fromHub(`OBJ_${ARCHIVES_BUCKET}`), allow_direct: true } },
+    { what: `the site's copy of OBJ_${ARCHIVES_BUCKET}`, config: { name: `OBJ_${ARCHIVES_BUCKET}`, mirror: fromHub(`OBJ_${ARCHIVES_BUCKET}`), allow_direct: true, allow_rollup_hdrs: true } },
     { what: `the site's ${REPORTS_STREAM}`, config: { name: REPORTS_STREAM, subjects: [REPORTS_SUBJECTS], duplicate_window: DUPLICATE_WINDOW_NS, max_age: SITE_REPORTS_MAX_AGE_NS } },
   ];
   for (const part of leafParts) {
     const there = await leaf.streams.info(part.config.name).catch(() => undefined);
-    if (there) present.push(part.what);
+    if (there && part.config.allow_rollup_hdrs && !there.config.allow_rollup_hdrs) {
+      // Made before the copies took rollups: set so, and the copy follows again from where it stopped.
+      await leaf.streams.update(part.config.name, { ...there.config, allow_rollup_hdrs: true });
+      created.push(`${part.what}: takes rollups now`);
+    } else if (there) present.push(part.what);
     else {
       await leaf.streams.add(part.config);
       created.push(part.what);

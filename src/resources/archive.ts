@@ -7,6 +7,7 @@ import { dropJournal, journaledArchives, readJournal, type Journal } from '../ar
 import { joinTarget } from '../archive/local-path.js';
 import type { ArchiveLimits } from '../config/archive-limits.js';
 import type { ArchiveObjectsProvider } from '../archive/objects.js';
+import type { Clock } from '../system/clock.js';
 import { obtainArchive, type ArchiveEnv } from '../archive/obtain.js';
 import { readArchive, type Manifest } from '../archive/read.js';
 import { ArchiveRefused } from '../archive/refusal.js';
@@ -55,13 +56,14 @@ export interface ArchiveHost {
   limits: ArchiveLimits;
   /** The archive store, asked at each apply (genesis points the link at the bundle's first); none without a link. */
   objects: () => ArchiveObjectsProvider | undefined;
+  clock: Clock;
 }
 
 /** The archive handler over the host's archive store and state directory. */
 export function archiveHandler(host: ArchiveHost): ResourceHandler<ArchiveResource> {
   const envOf = (): ArchiveEnv => {
     const objects = host.objects();
-    return { stateDir: host.stateDir, limits: host.limits, ...(objects ? { objects } : {}) };
+    return { stateDir: host.stateDir, limits: host.limits, clock: host.clock, ...(objects ? { objects } : {}) };
   };
   return {
     ...pathShape<ArchiveResource>(),

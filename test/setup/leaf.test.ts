@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { NatsServer, freePort, natsUnavailable } from '../support/nats.js';
 import { initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js';
 import { Relay } from '../support/relay.js';
+import { gnuTar } from '../support/archives.js';
 import { declarationSubject, statusSubject } from '../../src/link/wire.js';
 
 const unavailable = natsUnavailable();
@@ -14,6 +15,7 @@ const HEARD_WITHIN_MS = 2000;
 
 interface ReadReport {
   sequence: number;
+  outcome: string;
   trigger: string;
   declaration: { sequence: number } | null;
   trust: { verdict: string };
@@ -41,9 +43,10 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a site behind a l
   let p2: InitHost;
   const hosts = () => [p1, p2].filter(Boolean);
 
-  const send = async (host: InitHost, content: string) => {
-    const file = join(mesh.dir, '..', `${host.node}-${content.trim()}.json`);
-    writeFileSync(file, JSON.stringify(declaration(host.node, content)));
+  const send = async (host: InitHost, content: string, more: object[] = []) => {
+    const file = join(mesh.dir, '..', `${host.node}-${content.trim()}-${more.length}.json`);
+    const declared = declaration(host.node, content);
+    writeFileSync(file, JSON.stringify({ ...declared, resources: [...declared.resources, ...more] }));
     const sent = await mesh.meshctl(['send', host.node, file]);
     expect(sent.code, sent.stderr).toBe(0);
   };
@@ -168,5 +171,28 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a site behind a l
     expect(applied.at(-1)).toBe(4);
     expect(applied).toEqual([...applied].sort((a, b) => a - b));
     expect(fileOf(p1)).toBe('four\n');
+  }, 180_000);
+
+  /** An archive uploaded at the hub, as meshctl put-archive prints its resource. */
+  const upload = async (name: string, version: string) => {
+    const dir = join(mesh.dir, '..', `src-${name}`);
+    mkdirSync(join(dir, 'bin'), { recursive: true });
+    writeFileSync(join(dir, 'bin/server'), `#!/bin/sh\necho ${version}\n`);
+    const file = join(mesh.dir, '..', name);
+    gnuTar(['czf', file, '-C', dir, '.']);
+    const put = await mesh.meshctl(['put-archive', file, '--name', name, '--json']);
+    expect(put.code, put.stderr).toBe(0);
+    return { ...(JSON.parse(put.stdout) as { resource: object }).resource, id: 'release', path: '/srv/release' };
+  };
+  const server = () => readFileSync(join(p2.root, 'srv/release/bin/server'), 'utf8');
+  const reportOf = async (sequence: number) => (await reportsAtHub(p2)).find((r) => r.declaration?.sequence === sequence);
+
+  it("a host of the site applies an archive from the site's copy of the archive store, uploaded at the hub with the uplink up", async () => {
+    // meshctl send numbers after the key's value: the one p2 applied last.
+    const first = (await statusAtLeaf(p2)).lastApplied!.sequence + 1;
+    await send(p2, 'one\n', [await upload('site-1.tgz', 'v1')]);
+    await until(`p2's report of site-1.tgz (${first}) at the hub`, async () => (await reportOf(first)) !== undefined, hosts());
+    expect((await reportOf(first))?.outcome, JSON.stringify(await reportOf(first))).toBe('converged');
+    expect(server()).toBe('#!/bin/sh\necho v1\n');
   }, 180_000);
 });
