@@ -3,13 +3,13 @@ import type { Received } from '../declaration/load.js';
 import { markOf } from '../declaration/order.js';
 import type { Mode } from '../declaration/schema.js';
 import type { Accounts } from '../resources/accounts.js';
-import { planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
+import { changingSteps, planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
 import { applyPlan, type ApplyOutcome } from '../resources/apply-plan.js';
 import { RootedFs } from '../resources/rooted-fs.js';
 import { lockReader } from '../inhibit/lock.js';
 import { WriteBatch } from '../resources/write-batch.js';
 import { ChangeSet, type ConvergeContext, type StepResult } from '../resources/types.js';
-import type { Facts, Plan, Report, Trigger } from '../report/report.js';
+import type { Facts, Plan, PlanSummary, Report, Trigger } from '../report/report.js';
 import type { Store } from '../store/store.js';
 import type { Origin } from '../store/state.js';
 import type { Clock } from '../system/clock.js';
@@ -103,6 +103,7 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     markStep('planned');
     if (planned.refused !== undefined) return refusedBy({ kind: 'unappliable', reason: `${planned.refused}; nothing was touched`, details: [] });
     const plan = withLazySteps<Plan>({ steps: [], ...(request.diff ? { diffs: await planDiffs(planned, fs) } : {}) }, () => planSteps(planned).map(readable));
+    Object.defineProperty(plan, 'summary', { value: { total: planned.removals.length + planned.resources.length, changing: () => changingSteps(planned).map(readable) } satisfies PlanSummary });
     request.onPlan?.(plan);
     if (planned.problems.length > 0) {
       return {

@@ -16,6 +16,16 @@ export interface Plan {
   steps: Array<Readable<Step>>;
   /** With `--diff`: a unified diff of each file whose content changes (never of a sensitive one). */
   diffs?: FileDiff[];
+  /**
+   * For printing, not carried in JSON (not enumerable): how many steps and which change something,
+   * without a step made for each resource found as declared (a no-op over 10,000 files makes none).
+   */
+  readonly summary?: PlanSummary;
+}
+
+export interface PlanSummary {
+  total: number;
+  changing: () => Array<Readable<Step>>;
 }
 
 export interface FileDiff {
@@ -70,10 +80,11 @@ export function formatStep(step: Step): string {
  * (`--json` still holds every step).
  */
 export function formatPlan(plan: Plan): string {
-  if (plan.steps.length === 0) return 'plan: nothing declared, nothing to do';
-  const changing = plan.steps.filter((s) => s.changes.length > 0);
+  const total = plan.summary?.total ?? plan.steps.length;
+  if (total === 0) return 'plan: nothing declared, nothing to do';
+  const changing = plan.summary?.changing() ?? plan.steps.filter((s) => s.changes.length > 0);
   return [
-    `plan: ${changing.length} of ${plan.steps.length} step${plan.steps.length === 1 ? '' : 's'} to take`,
+    `plan: ${changing.length} of ${total} step${total === 1 ? '' : 's'} to take`,
     ...changing.map((s) => `  ${formatStep(s)}`),
     ...(plan.diffs ?? []).map((d) => d.diff),
   ].join('\n');

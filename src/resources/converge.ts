@@ -133,3 +133,17 @@ export function planSteps(plan: Plan): Step[] {
   for (let i = 0; i < plan.resources.length; i++) steps.push(stepOfResource(plan.resources[i]!, plan.checks[i]!, plan.handlers));
   return steps;
 }
+
+/**
+ * The steps that change something, in the plan's order, without making a step for each resource found
+ * as declared: what a printed plan lists (its count of all steps is the plan's length).
+ */
+export function changingSteps(plan: Plan): Step[] {
+  const steps: Step[] = [];
+  for (const { record, checked } of plan.removals) if (checked.step !== undefined && checked.step.changes.length > 0) steps.push(stepOfRecord(record, checked));
+  for (let i = 0; i < plan.resources.length; i++) {
+    const checked = plan.checks[i]!;
+    if (checked.step !== undefined && checked.step.changes.length > 0) steps.push(stepOfResource(plan.resources[i]!, checked, plan.handlers));
+  }
+  return steps;
+}

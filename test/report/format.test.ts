@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Resource } from '../../src/declaration/schema.js';
+import { declaration, testHost, type TestHost } from '../support/host.js';
 import { formatPlan } from '../../src/report/report.js';
 import type { Change } from '../../src/resources/changes.js';
 import { readable } from '../../src/report/words.js';
@@ -21,5 +23,30 @@ describe('the readable plan', () => {
 
   it('says when nothing is declared', () => {
     expect(formatPlan({ steps: [] })).toBe('plan: nothing declared, nothing to do');
+  });
+});
+
+describe('the printed plan of an apply', () => {
+  let hosts: TestHost[] = [];
+  afterEach(() => {
+    hosts.forEach((h) => h.cleanup());
+    hosts = [];
+  });
+
+  it('reads the same from its summary (no step made for what is as declared) as from its whole step list, and the summary is not in its JSON', async () => {
+    const h = testHost();
+    hosts.push(h);
+    const files = (content: (n: number) => string): Resource[] => [
+      { type: 'directory', id: 'app', path: '/srv/app' },
+      ...Array.from({ length: 6 }, (_, n): Resource => ({ type: 'file', id: `f${n}`, path: `/srv/app/f${n}.conf`, content: content(n) })),
+    ];
+    expect((await h.apply(declaration([...files(() => 'a\n'), { type: 'file', id: 'gone', path: '/srv/app/gone.conf', content: 'bye\n' }]))).kind).toBe('applied');
+    const planned = await h.apply(declaration(files((n) => (n % 2 === 0 ? 'b\n' : 'a\n')), { sequence: 2 }), { dryRun: true });
+    if (planned.kind !== 'planned') throw new Error(`planned expected, got ${planned.kind}`);
+    expect(planned.plan.summary?.total).toBe(8);
+    const printed = formatPlan(planned.plan);
+    expect(printed.split('\n')[0]).toBe('plan: 4 of 8 steps to take');
+    expect(printed).toBe(formatPlan({ steps: planned.plan.steps }));
+    expect(Object.keys(JSON.parse(JSON.stringify(planned.plan)))).toEqual(['steps']);
   });
 });
