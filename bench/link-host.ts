@@ -33,9 +33,9 @@ function daemonPid(): number {
   return Number(out.trim().split('\n')[0]);
 }
 
-/** An enrolled daemon (run with the node flags given, at the default level) converged to LINK_FILES, and the control side's way to deliver to it. */
-export async function linkedHost(url: string, nodeFlags: string[]): Promise<LinkedHost> {
-  const h = await enrolledHost([url], { resources: LINK_FILES, config: { reconcileIntervalMs: 3_600_000 }, nodeFlags, logLevel: 'info' });
+/** An enrolled daemon (run with the node flags given, or as `program`, at the default level) converged to LINK_FILES, and the control side's way to deliver to it. */
+export async function linkedHost(url: string, nodeFlags: string[], program?: string): Promise<LinkedHost> {
+  const h = await enrolledHost([url], { resources: LINK_FILES, config: { reconcileIntervalMs: 3_600_000 }, nodeFlags, logLevel: 'info', ...(program ? { program } : {}) });
   let nc: NatsConnection | undefined;
   try {
     await h.start();

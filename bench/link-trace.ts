@@ -15,15 +15,15 @@ const STRETCHES: Array<[Instant, Instant, string]> = [
   ['notice', 'read', 'to the read of the key (and any read that found no newer value yet, with its back-off)'],
   ['read', 'got', 'the direct get of the key, a round trip to the server'],
   ['got', 'verified', "the intake: the envelope's signature checked, the declaration parsed and validated"],
-  ['verified', 'kept', 'the lifecycle takes the delivery; `declared.json` written durably, the revision hint'],
+  ['verified', 'kept', 'the lifecycle takes the delivery and begins to write `declared.json` (off the event loop)'],
   ['kept', 'worker', 'the worker started, the event loop let go once'],
   ['worker', 'locked', 'the lock taken, the store of the last run checked and used again'],
   ['locked', 'source', 'the kept declaration read again and its digest compared'],
   ['source', 'planned', 'the gate and the plan: 101 resources looked at (lstat, read, compare)'],
-  ['planned', 'applied', 'the apply (nothing to change)'],
+  ['planned', 'applied', 'waiting for `declared.json` to be durable, then the apply (nothing to change)'],
   ['applied', 'reported', "the report made (the links' facts)"],
-  ['reported', 'outboxed', 'the report written to the outbox durably (and its whole copy)'],
-  ['outboxed', 'saved', "the store's head saved durably"],
+  ['reported', 'outboxed', "the report written to the outbox durably (and its whole copy), the store's head written and fsynced beside it"],
+  ['outboxed', 'saved', "the head's rename (the commit) and its directory's fsync"],
   ['saved', 'unlocked', 'the lock let go'],
   ['unlocked', 'done', "the metrics' file written"],
   ['done', 'sending', 'the lifecycle takes the worker\'s output and starts the sender'],
@@ -34,7 +34,7 @@ const STRETCHES: Array<[Instant, Instant, string]> = [
 /** After the report is heard, overlapping the next delivery. */
 const AFTER: Array<[Instant, Instant, string]> = [
   ['heard', 'acknowledged', "the stream's acknowledgement back at the daemon (both clocks)"],
-  ['acknowledged', 'removed', 'the report removed from the outbox (unlink, directory fsync)'],
+  ['acknowledged', 'removed', "the report removed from the outbox (its durability rides on the next report's directory fsync)"],
 ];
 
 /**
