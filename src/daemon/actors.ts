@@ -29,6 +29,7 @@ type Implementations = Parameters<typeof lifecycleMachine.provide>[0];
  * one writer of the store and the machine; the intake only verifies and remembers.
  */
 export function daemonImplementations(parts: DaemonParts): Implementations {
+  const removals = removalFlush(parts);
   return {
     actions: {
       writeKept: (_, { delivery }) => keepDelivery(parts, delivery),
@@ -44,11 +45,11 @@ export function daemonImplementations(parts: DaemonParts): Implementations {
       pauseWatch: pauseWatchActor(parts),
       lockWatch: lockWatchActor(parts),
       applyWorker: applyWorker(parts),
-      reportSender: reportSender(parts),
+      reportSender: reportSender(parts, () => removals.soon()),
       quiesce: fromPromise<void, { ending: Ending }>(async ({ input }) => {
         parts.store.quiesce();
         // The removals of reports acknowledged just now are made durable before the host ends or stands aside.
-        await parts.outbox.flush().catch(() => undefined);
+        await removals.now();
         parts.options.log.info({ ending: input.ending }, 'the host ends between applies: the store is quiesced');
       }),
     },
@@ -223,22 +224,30 @@ function applyWorker(parts: DaemonParts) {
 /** How long after an acknowledged report's removal the outbox is flushed, unless the next report's write did it first. */
 const REMOVAL_FLUSH_MS = 1000;
 
-/** A removal's flush a moment later, one at a time: back-to-back reports make it durable with their own writes. */
-function removalFlush(parts: DaemonParts): () => void {
+/**
+ * A removal's flush a moment later, one at a time (back-to-back reports make it durable with their own
+ * writes), or at once when the host ends, so that no timer holds its exit.
+ */
+function removalFlush(parts: DaemonParts): { soon(): void; now(): Promise<void> } {
   const { clock, log } = parts.options;
-  let waiting = false;
-  return () => {
-    if (waiting) return;
-    waiting = true;
-    clock.after(REMOVAL_FLUSH_MS, () => {
-      waiting = false;
-      parts.outbox.flush().catch((err: Error) => log.warn({ err: err.message }, 'the outbox could not be flushed: a report acknowledged just now may be sent again after a power cut'));
-    });
+  let cancel: (() => void) | undefined;
+  const flush = () => parts.outbox.flush().catch((err: Error) => log.warn({ err: err.message }, 'the outbox could not be flushed: a report acknowledged just now may be sent again after a power cut'));
+  return {
+    soon() {
+      cancel ??= clock.after(REMOVAL_FLUSH_MS, () => {
+        cancel = undefined;
+        void flush();
+      });
+    },
+    async now() {
+      cancel?.();
+      cancel = undefined;
+      await flush();
+    },
   };
 }
 
-function reportSender(parts: DaemonParts) {
-  const flushSoon = removalFlush(parts);
+function reportSender(parts: DaemonParts, flushSoon: () => void) {
   return fromPromise<void, ReportRef>(async ({ input }) => {
     const { log } = parts.options;
     markStep('sending');
