@@ -11,6 +11,9 @@ import { ensureWire } from '../src/link/control.js';
 import { DECLARATIONS_BUCKET, declarationSubject } from '../src/link/wire.js';
 import { NatsServer, startCluster } from '../test/support/nats.js';
 import { serverPids, waitFor } from './scale-support.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectDir } from '../test/support/cli.js';
 import { cpuTicks, fmt, median, rssMb } from './stats.js';
 
 export type Shape = 'consumer' | 'subscription';
@@ -131,14 +134,72 @@ export async function runShape(shape: Shape, hosts: number, cluster: boolean): P
   }
 }
 
-export const shapeHeader = [
+const shapeHeader = [
   '| shape | hosts | servers | set up | failed set-ups | server CPU to set up | server RSS added | server CPU idle, per minute | consumers on the bucket | put to heard, median |',
   '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
 ];
 
 const shapeName = (shape: Shape) => (shape === 'consumer' ? 'KV watch (a consumer a host)' : 'subscription + direct get');
 
-export const shapeRow = (f: ShapeFigures) =>
+const shapeRow = (f: ShapeFigures) =>
   f.failed
     ? `| ${shapeName(f.shape)} | ${f.hosts.toLocaleString('en')} | ${f.servers} | did not finish: ${f.failed} | | | | | | |`
     : `| ${shapeName(f.shape)} | ${f.hosts.toLocaleString('en')} | ${f.servers} | ${fmt(f.setUpS)} s | ${f.setUpFailures.toLocaleString('en')} | ${fmt(f.setUpCpuS)} s | ${f.addedRssMb.toFixed(0)} MB | ${fmt(f.idleCpuSPerMin)} s | ${f.consumers.toLocaleString('en')} | ${fmt(f.noticeMs)} ms |`;
+
+const SHAPE_HEADING = '### How a host hears its key, at ten thousand hosts';
+
+/**
+ * The shapes' subsection as the page has it: a run that leaves them out (SCALE_SHAPE_SIZES empty; they
+ * take a quarter of an hour) keeps what the last run that measured them wrote.
+ */
+export function keptShapeSection(): string[] {
+  let page: string;
+  try {
+    page = readFileSync(join(projectDir, 'docs/bench.md'), 'utf8');
+  } catch {
+    return [];
+  }
+  const start = page.indexOf(SHAPE_HEADING);
+  if (start < 0) return [];
+  const end = page.indexOf('\n## ', start);
+  return page.slice(start, end < 0 ? undefined : end).trimEnd().split('\n');
+}
+
+export function shapeSection(shapes: ShapeFigures[]): string[] {
+  return [
+    SHAPE_HEADING,
+    '',
+    'The two shapes side by side, many hosts\' worth in one process over 20 connections (so that what is measured is the',
+    "servers' cost per host, not 10,000 connections): a KV watch (one ordered push consumer a host, with flow control and",
+    "a heartbeat every 5 s: what hosts did before) against a subscription to the key's subject and a direct get of the",
+    'key (what hosts do now). Set-up at 100 in flight; idle for 20 s; then 50 puts one after another, each timed until',
+    'its host has read the new revision.',
+    '',
+    ...shapeHeader,
+    ...shapes.map(shapeRow),
+    '',
+    ...shapeAnalysis(shapes),
+  ];
+}
+
+/** What the two shapes cost, from this run's rows. */
+function shapeAnalysis(shapes: ShapeFigures[]): string[] {
+  const lines: string[] = [];
+  for (const servers of [1, 3]) {
+    const sub = shapes.find((f) => f.servers === servers && f.shape === 'subscription' && !f.failed);
+    const con = shapes.find((f) => f.servers === servers && f.shape === 'consumer');
+    if (!sub || !con) continue;
+    const where = servers === 1 ? 'one server' : 'the three-server cluster';
+    if (con.failed) {
+      lines.push(`- On ${where}, ${con.hosts.toLocaleString('en')} KV watches did not finish: ${con.failed}; the subscriptions were all in place in ${fmt(sub.setUpS)} s.`);
+      continue;
+    }
+    lines.push(
+      `- On ${where}, ${con.hosts.toLocaleString('en')} hosts: a consumer a host costs the servers ${((con.addedRssMb * 1024) / con.hosts).toFixed(1)} KB a host against ${((Math.max(0, sub.addedRssMb) * 1024) / sub.hosts).toFixed(1)} KB, ${fmt(con.setUpCpuS)} s of server CPU to set up against ${fmt(sub.setUpCpuS)} s (${fmt(con.setUpS)} s against ${fmt(sub.setUpS)} s of wall), and ${fmt(con.idleCpuSPerMin)} s of server CPU a minute while nothing happens (a heartbeat every 5 s from every consumer) against ${fmt(sub.idleCpuSPerMin)} s${con.setUpFailures ? `; ${con.setUpFailures.toLocaleString('en')} consumer creations timed out` : ''}. A put is heard in ${fmt(sub.noticeMs)} ms against ${fmt(con.noticeMs)} ms: the read back is one more round trip.`,
+    );
+  }
+  lines.push(
+    '- So one consumer a host is not the shape for ten thousand hosts, and hosts no longer make one. What a host gives up: a watch would resend a put it missed while connected; a subscription does not, which is why the host reads its key on every reconnect and every minute (a notice missed on a live connection, a route lost in a cluster, waits at most that minute).',
+  );
+  return lines;
+}

@@ -1,75 +1,78 @@
 /**
- * Simulated hosts for the scale benchmark, many in one process: each has the real link session (its
- * own connection, listening for puts to its key, the re-read timer, heartbeats, status answers), the
- * real outbox and the real report path (sent shape, fitted under the server's limit, signed with its own
- * key from `node-keys.json` in the state root, published with its message id, removed on acknowledgement). The file work is a stand-in: the declaration is checked
- * (signature, schema) as a host checks it, and every resource reported unchanged.
+ * Simulated hosts for the scale benchmark, many in one process. Each host is what the mesh sees of a
+ * host, and nothing else: its own credentials (a user JWT issued as `meshctl node-creds` issues it, by
+ * the account's signing key, with the host's permissions), its own connection through the host's link
+ * session (a subscription to its key's subject and a direct get of the key, the re-read timer, the
+ * heartbeat, status answers), the declaration's signature and schema checked as a host checks them, and
+ * a report in the real sent shape, fitted under the server's limit and signed with its own node key,
+ * published with its message id and acknowledged by the stream. Left out, because it is the host's own
+ * disk and not the mesh: the files' work (every resource reported unchanged), the store, the outbox.
  *
- * argv: servers (comma-separated), first index, count, state root, the operator's public key.
- * Says "up N" on stdout as hosts come up (N more connected and listening since it last said), twice a
- * second. Hosts connect SCALE_CONNECTING at a time (default 50): a fleet's restarts are spread, and
- * 400 connections begun in one instant on a loaded machine time out together and retry together.
+ * argv: servers (comma-separated), first index, count, the hosts' folder, the operator's public key.
+ * The hosts' folder holds `node-keys.json` (node → seed) and `account.json` (the account's public key and
+ * its signing seed); each host's credentials are issued into it at start. Says "creds N" once its credentials are issued, then "up N" as hosts come up (N
+ * more connected and listening since it last said), twice a second. Hosts connect SCALE_CONNECTING at
+ * a time (default 100): a fleet's restarts are spread.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LinkSession } from '../src/link/session.js';
 import { systemClock } from '../src/system/clock.js';
-import { Outbox, REPORT_HEADROOM } from '../src/report/outbox.js';
+import { REPORT_HEADROOM } from '../src/report/outbox.js';
+import { fitReport, sentReport } from '../src/report/sent.js';
 import { receiveDeclaration } from '../src/declaration/load.js';
 import { markOf } from '../src/declaration/order.js';
 import type { Report } from '../src/report/report.js';
 import { reportSigner, type ReportSigner } from '../src/link/report-trust.js';
+import { hostPermissions } from '../src/link/permissions.js';
+import { accountKeyPair, issueCreds } from '../src/setup/accounts.js';
 import { simNode, quietLogger, upReporter } from './scale-support.js';
 
-
-const [servers, first, count, stateRoot, publicKey] = process.argv.slice(2) as [string, string, string, string, string];
+const [servers, first, count, hostsDir, publicKey] = process.argv.slice(2) as [string, string, string, string, string];
 const quiet = quietLogger();
-
-const seeds = JSON.parse(readFileSync(join(stateRoot, 'node-keys.json'), 'utf8')) as Record<string, string>;
+const seeds = JSON.parse(readFileSync(join(hostsDir, 'node-keys.json'), 'utf8')) as Record<string, string>;
+const account = JSON.parse(readFileSync(join(hostsDir, 'account.json'), 'utf8')) as { publicKey: string; signingSeed: string };
 const hosts = Number(count);
-const countUp = upReporter(hosts);
-const connectingAtOnce = Number(process.env.SCALE_CONNECTING ?? 50);
-let connecting = 0;
-let slotFreed: () => void = () => {};
-for (let i = Number(first); i < Number(first) + hosts; i++) {
-  while (connecting >= connectingAtOnce) await new Promise<void>((r) => (slotFreed = r));
-  connecting++;
-  // A host still not up after 30 s gives its turn to the next (it keeps trying by itself).
-  let turnGiven = false;
-  const giveTurn = () => {
-    if (turnGiven) return;
-    turnGiven = true;
-    connecting--;
-    slotFreed();
+const nodes = Array.from({ length: hosts }, (_, i) => simNode(Number(first) + i));
+
+/** Each host's credentials file, issued as `meshctl node-creds NODE` issues it. */
+async function issueAll(): Promise<void> {
+  const signer = await accountKeyPair(account.signingSeed);
+  if (typeof signer === 'string') throw new Error(`the account's signing seed: ${signer}`);
+  for (const node of nodes) {
+    const text = await issueCreds({ name: `mesh-host ${node}`, signer, account: account.publicKey, permissions: hostPermissions(node) });
+    writeFileSync(join(hostsDir, `${node}.creds`), text, { mode: 0o600 });
+  }
+}
+
+/** What the host reports for a declaration it verified: every resource in place, in the real sent shape. */
+function reportFor(node: string, sequence: number, received: Awaited<ReturnType<typeof receiveDeclaration>>, startedAt: string): Report {
+  const { declaration, digest } = received;
+  return {
+    node, sequence, trigger: 'delivery', declaration: markOf(declaration, digest), mode: declaration.mode, outcome: 'converged',
+    steps: declaration.resources.map((r) => ({ resource: r.id, type: r.type, target: 'path' in r ? String(r.path) : r.id, verb: 'none' as const, changes: [], actions: [], status: 'unchanged' as const })),
+    said: [], facts: { held: [], links: [], filters: [], foundFirewall: null }, startedAt, finishedAt: new Date().toISOString(),
   };
-  const turnTimer = setTimeout(giveTurn, 30_000);
-  const node = simNode(i);
-  const stateDir = join(stateRoot, node);
-  mkdirSync(stateDir, { recursive: true });
-  const outbox = new Outbox(stateDir);
+}
+
+/** One host: its link, and for every declaration heard, a verified read and a signed, acknowledged report. */
+function startHost(node: string, onUp: () => void): void {
   let reportSequence = 0;
   let chain: Promise<void> = Promise.resolve();
   let wasUp = false;
   const session: LinkSession = new LinkSession(
-    { settings: { servers: servers.split(','), name: `sim ${node}` }, node, log: quiet, clock: systemClock, signer: reportSigner(seeds[node]!) as ReportSigner, heartbeatMs: 30_000, rereadMs: Number(process.env.SCALE_REREAD_MS ?? 60_000) },
+    { settings: { servers: servers.split(','), name: `sim ${node}`, creds: join(hostsDir, `${node}.creds`) }, node, log: quiet, clock: systemClock, signer: reportSigner(seeds[node]!) as ReportSigner, heartbeatMs: 30_000, rereadMs: 60_000 },
     {
       onDeclaration: ({ bytes, revision }) => {
         chain = chain.then(async () => {
           const startedAt = new Date().toISOString();
-          const { declaration, digest } = await receiveDeclaration(Buffer.from(bytes), { source: `revision ${revision}`, node, requireSignature: true, pinnedKey: publicKey });
-          const report: Report = {
-            node, sequence: ++reportSequence, trigger: 'delivery',
-            declaration: markOf(declaration, digest),
-            mode: declaration.mode, outcome: 'converged',
-            steps: declaration.resources.map((r) => ({ resource: r.id, type: r.type, target: 'path' in r ? String(r.path) : r.id, verb: 'none' as const, changes: [], actions: [], status: 'unchanged' as const })),
-            said: [], facts: { held: [], links: [], filters: [], foundFirewall: null }, startedAt, finishedAt: new Date().toISOString(),
-          };
-          outbox.add(report);
+          const received = await receiveDeclaration(Buffer.from(bytes), { source: `revision ${revision}`, node, requireSignature: true, pinnedKey: publicKey });
+          const report = reportFor(node, ++reportSequence, received, startedAt);
+          const message = fitReport(sentReport(report), (session.maxPayload ?? Infinity) - REPORT_HEADROOM);
+          // As the host's outbox does: the same message id until the stream acknowledges it.
           for (;;) {
             try {
-              const message = outbox.message(report.sequence, (session.maxPayload ?? Infinity) - REPORT_HEADROOM);
-              if (message) await session.publishReport(report.sequence, message);
-              outbox.remove(report.sequence);
+              await session.publishReport(report.sequence, message);
               return;
             } catch {
               await new Promise((r) => setTimeout(r, 500));
@@ -82,9 +85,7 @@ for (let i = Number(first); i < Number(first) + hosts; i++) {
       onUp: () => {
         if (wasUp) return;
         wasUp = true;
-        countUp();
-        clearTimeout(turnTimer);
-        giveTurn();
+        onUp();
       },
       onDown: () => {},
       status: async () => ({ node, reportSequence }),
@@ -93,5 +94,30 @@ for (let i = Number(first); i < Number(first) + hosts; i++) {
     },
   );
   void session.open();
+}
+
+await issueAll();
+process.stdout.write(`creds ${hosts}\n`);
+const countUp = upReporter(hosts);
+const connectingAtOnce = Number(process.env.SCALE_CONNECTING ?? 100);
+let connecting = 0;
+let slotFreed: () => void = () => {};
+for (const node of nodes) {
+  while (connecting >= connectingAtOnce) await new Promise<void>((r) => (slotFreed = r));
+  connecting++;
+  // A host still not up after 30 s gives its turn to the next (it keeps trying by itself).
+  let turnGiven = false;
+  const giveTurn = () => {
+    if (turnGiven) return;
+    turnGiven = true;
+    connecting--;
+    slotFreed();
+  };
+  const turnTimer = setTimeout(giveTurn, 30_000);
+  startHost(node, () => {
+    countUp();
+    clearTimeout(turnTimer);
+    giveTurn();
+  });
 }
 process.on('SIGTERM', () => process.exit(0));

@@ -55,6 +55,11 @@ export class NatsServer {
     return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
   }
 
+  /** The server's process id while it runs (a benchmark reads its CPU and memory, or pins it to a core). */
+  get pid(): number | undefined {
+    return this.running ? this.proc!.pid : undefined;
+  }
+
   get url(): string {
     return `nats://127.0.0.1:${this.port}`;
   }
