@@ -107,23 +107,23 @@ export async function runScale(mesh: BenchMesh, run: ScaleRun): Promise<Figures>
     if (run.pinned) for (const pid of [...serverPids, process.pid]) spawnSync('taskset', ['-a', '-p', '-c', '0', String(pid)]);
     nc = await mesh.control();
     await waitFor(() => ensureWire(nc!));
-    await phase('pinning the node keys', () => enrolHosts(nc!, mesh, run.hosts));
+    await step('pinning the node keys', () => enrolHosts(nc!, mesh, run.hosts));
     const seed = readFileSync(join(mesh.dir, SEED_FILE), 'utf8').trim();
     const publicKey = readFileSync(join(mesh.dir, PUBLIC_FILE), 'utf8').trim();
     const envelopes = await signedDeclarations(run.hosts, seed);
     workers = spawnWorkers(mesh.servers.map((s) => s.url), run.hosts, run.perProcess, mesh.hostsDir, publicKey, run.pinned ? '1' : undefined);
     const said = tally(workers);
-    await phase('issuing the credentials', () => waitForWord(said, 'creds', run.hosts, 900_000));
+    await step('issuing the credentials', () => waitForWord(said, 'creds', run.hosts, 900_000));
     const c0 = cpuNow(serverPids, workers);
     const t0 = performance.now();
-    await phase('connecting', () => waitForWord(said, 'up', run.hosts, 900_000));
+    await step('connecting', () => waitForWord(said, 'up', run.hosts, 900_000));
     const connectS = (performance.now() - t0) / 1000;
     const c1 = cpuNow(serverPids, workers);
     const loadBefore = loadAverage(' ');
     const t1 = performance.now();
-    await phase('putting the declarations', () => putAll(nc!, envelopes));
+    await step('putting the declarations', () => putAll(nc!, envelopes));
     const putS = (performance.now() - t1) / 1000;
-    await phase('waiting for the reports', () => waitForReports(nc!, run.hosts, t1));
+    await step('waiting for the reports', () => waitForReports(nc!, run.hosts, t1));
     const allReportedS = (performance.now() - t1) / 1000;
     const c2 = cpuNow(serverPids, workers);
     const loadAfter = loadAverage(' ');
@@ -143,6 +143,12 @@ export async function runScale(mesh: BenchMesh, run: ScaleRun): Promise<Figures>
     await nc?.close().catch(() => {});
     await mesh.stop();
   }
+}
+
+/** A phase of a run, said on stderr as it begins (a run of ten thousand hosts takes many minutes). */
+function step<T>(name: string, call: () => Promise<T>): Promise<T> {
+  console.error(`${new Date().toISOString()} ${name}`);
+  return phase(name, call);
 }
 
 const sizes = (list: string | undefined, fallback: string) => (list ?? fallback).split(',').filter(Boolean).map(Number);
@@ -172,7 +178,8 @@ export async function benchScale(): Promise<string[]> {
       } catch (err) {
         rows.push({ ...run, failed: (err as Error).message } as Figures);
       }
-      console.error(`scale ${run.hosts} on ${run.servers}${run.pinned ? ' (pinned)' : ''} done`);
+      // Each row as soon as it is made: a long series stopped part way still leaves its rows.
+      console.error(JSON.stringify(rows.at(-1)));
     }
   } finally {
     for (const mesh of meshes.values()) await mesh.close();
