@@ -129,10 +129,11 @@ export async function runScale(mesh: BenchMesh, run: ScaleRun): Promise<Figures>
     const loadAfter = loadAverage(' ');
     const sum = (pids: number[]) => pids.reduce((a, p) => a + rssMb(p), 0);
     const [serverRssMb, hostsRssMb] = [sum(serverPids), sum(workers.map((w) => w.pid!))];
+    console.error(JSON.stringify({ hosts: run.hosts, connectS, putS, allReportedS, loadBefore, loadAfter, connectCpu: cpuSince(c0, c1), reportCpu: cpuSince(c1, c2), serverRssMb, hostsRssMb }));
     const status = [];
     for (let i = 0; i < STATUS_RUNS; i++) {
       const before = cpuNow(serverPids, workers);
-      const view = fleetView(mesh.dir, run.hosts, run.pinned ? '0' : undefined);
+      const view = await step(`meshctl status, run ${i + 1}`, async () => fleetView(mesh.dir, run.hosts, run.pinned ? '0' : undefined));
       status.push({ ...view, serverCpuS: cpuNow(serverPids, workers).server - before.server });
     }
     const died = mesh.servers.find((s) => !s.running);

@@ -43,7 +43,9 @@ export async function latestPerSubject(nc: NatsConnection, stream: string, filte
   });
   const name = `latest_${inbox.slice(inbox.lastIndexOf('.') + 1)}`;
   try {
-    const jsm = await jetstreamManager(nc, { checkAPI: false });
+    // The consumer's creation waits as long as the read: at ten thousand nodes on a loaded server it
+    // took longer than the client's 5 s, and the fleet view failed with the messages all there.
+    const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: timeoutMs });
     const info = await jsm.consumers.add(stream, {
       name,
       filter_subject: filter,
