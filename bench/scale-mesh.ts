@@ -14,8 +14,9 @@ import { Enrolments } from '../src/link/enrolment.js';
 import { reportSigner, type ReportSigner } from '../src/link/report-trust.js';
 import { newNkeySeed } from '../src/declaration/nkey.js';
 import { MESH_LAYOUT } from '../src/setup/mesh-dir.js';
-import { freePort, NatsServer } from '../test/support/nats.js';
-import { projectDir, runCli } from '../test/support/cli.js';
+import { NatsServer } from '../test/support/nats.js';
+import { projectDir } from '../test/support/cli.js';
+import { meshctlInit } from '../test/support/mesh-init.js';
 import { patiently, quietLogger, simNode } from './scale-support.js';
 
 /**
@@ -34,18 +35,7 @@ export class BenchMesh {
   static async init(count: number): Promise<BenchMesh> {
     const work = mkdtempSync(join(tmpdir(), 'mesh-scale-mesh-'));
     const dir = join(work, 'mesh');
-    const confs = count === 1 ? ['nats-server.conf'] : Array.from({ length: count }, (_, i) => `nats-server-${i + 1}.conf`);
-    const ports: number[] = [];
-    const routes: number[] = [];
-    const leafs: number[] = [];
-    for (let i = 0; i < count; i++) {
-      ports.push(await freePort());
-      routes.push(await freePort());
-      leafs.push(await freePort());
-    }
-    mkdirSync(work, { recursive: true });
-    const r = await runCli('meshctl', ['init', dir, '--servers', String(count), '--port', ports.join(','), '--cluster-port', routes.join(','), '--leaf-port', leafs.join(','), '--log-level', 'warn']);
-    if (r.code !== 0) throw new Error(`meshctl init: exit ${r.code}: ${r.stderr}`);
+    const { ports, confs } = await meshctlInit(dir, count);
     mkdirSync(join(work, 'hosts'), { mode: 0o700 });
     const meshFile = JSON.parse(readFileSync(join(dir, 'mesh.json'), 'utf8')) as { account: string };
     const signingSeed = readFileSync(join(dir, MESH_LAYOUT.accountSigning), 'utf8').trim();

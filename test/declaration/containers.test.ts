@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { validateDeclaration } from '../../src/declaration/validate.js';
+import { problemsBeside } from '../support/declaration-problems.js';
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 const web = (extra: object = {}) => ({
@@ -17,23 +17,11 @@ const web = (extra: object = {}) => ({
   restartOn: ['conf'],
   ...extra,
 });
-const declaration = (...containers: object[]) => ({
-  version: 1,
-  node: 'web-1',
-  mode: 'converged',
-  sequence: 1,
-  resources: [{ type: 'file', id: 'conf', path: '/etc/app.conf', content: 'x' }, ...containers],
-});
-
-async function problemsOf(...containers: object[]) {
-  const result = await validateDeclaration(declaration(...containers));
-  return result.ok ? [] : result.problems;
-}
 
 describe('a container in the declaration', () => {
   it('is accepted with every field, by reference or by an object of the mesh', async () => {
-    expect(await problemsOf(web())).toEqual([]);
-    expect(await problemsOf(web({ image: { object: 'app-1.tar', sha256: 'b'.repeat(64) }, id: 'two', name: 'two' }))).toEqual([]);
+    expect(await problemsBeside(web())).toEqual([]);
+    expect(await problemsBeside(web({ image: { object: 'app-1.tar', sha256: 'b'.repeat(64) }, id: 'two', name: 'two' }))).toEqual([]);
   });
 
   const cases: Array<[string, object, string, RegExp]> = [
@@ -50,13 +38,13 @@ describe('a container in the declaration', () => {
     ['a restartOn naming nothing', { restartOn: ['nothing'] }, '/resources/1/restartOn/0', /names no declared file or archive/],
   ];
   it.each(cases)('%s refuses the whole declaration, naming its JSON path', async (_what, extra, path, message) => {
-    const problems = await problemsOf(web(extra));
+    const problems = await problemsBeside(web(extra));
     expect(problems.map((p) => p.path)).toContain(path);
     expect(problems.find((p) => p.path === path)!.message).toMatch(message);
   });
 
   it('a container name declared twice is refused at the second', async () => {
-    const problems = await problemsOf(web(), web({ id: 'web2' }));
+    const problems = await problemsBeside(web(), web({ id: 'web2' }));
     expect(problems).toEqual([{ path: '/resources/2/name', message: "container name 'web' is declared twice (first at /resources/1)" }]);
   });
 });

@@ -1,24 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { validateDeclaration } from '../../src/declaration/validate.js';
+import { problemsBeside } from '../support/declaration-problems.js';
 
 const service = (extra: object = {}) => ({ type: 'service', id: 'app', unit: 'app.service', state: 'running', restartOn: ['conf'], ...extra });
 const container = (extra: object = {}) => ({ type: 'container', id: 'web', name: 'web', image: { ref: `registry.example/app@sha256:${'a'.repeat(64)}` }, state: 'running', ...extra });
-const declaration = (...resources: object[]) => ({
-  version: 1,
-  node: 'web-1',
-  mode: 'converged',
-  sequence: 1,
-  resources: [{ type: 'file', id: 'conf', path: '/etc/app.conf', content: 'x' }, ...resources],
-});
-
-async function problemsOf(...resources: object[]) {
-  const result = await validateDeclaration(declaration(...resources));
-  return result.ok ? [] : result.problems;
-}
 
 describe('a lock that holds off a restart (inhibitWhile, inhibitMaxMs)', () => {
   it('is accepted on a service and on a container, with or without its bound', async () => {
-    expect(await problemsOf(service({ inhibitWhile: '/run/app/busy.lock' }), container({ inhibitWhile: '/run/web/busy.lock', inhibitMaxMs: 30_000 }))).toEqual([]);
+    expect(await problemsBeside(service({ inhibitWhile: '/run/app/busy.lock' }), container({ inhibitWhile: '/run/web/busy.lock', inhibitMaxMs: 30_000 }))).toEqual([]);
   });
 
   const cases: Array<[string, object, string, RegExp]> = [
@@ -34,7 +22,7 @@ describe('a lock that holds off a restart (inhibitWhile, inhibitMaxMs)', () => {
   ];
   for (const [kind, make] of [['service', service], ['container', container]] as const) {
     it.each(cases)(`${kind}: %s refuses the whole declaration, naming its JSON path`, async (_what, extra, path, message) => {
-      const problems = await problemsOf(make(extra));
+      const problems = await problemsBeside(make(extra));
       expect(problems.map((p) => p.path), JSON.stringify(problems)).toContain(path);
       expect(problems.find((p) => p.path === path)!.message).toMatch(message);
     });

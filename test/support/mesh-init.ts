@@ -44,10 +44,11 @@ const must = (what: string, r: RunResult) => {
   return r;
 };
 
-export async function initMesh(options: { servers?: number } = {}): Promise<InitMesh> {
-  const count = options.servers ?? 1;
-  const work = scratch('mesh-host-init-');
-  const dir = join(work.dir, 'mesh');
+/**
+ * `meshctl init DIR --servers N` with free loopback ports for each server's clients, routes and leaf nodes
+ * (two meshes made at once must not meet on a port); the servers' ports and their configurations' names.
+ */
+export async function meshctlInit(dir: string, count: number): Promise<{ ports: number[]; leafPorts: number[]; confs: string[] }> {
   const ports: number[] = [];
   const routes: number[] = [];
   const leafPorts: number[] = [];
@@ -58,6 +59,14 @@ export async function initMesh(options: { servers?: number } = {}): Promise<Init
   }
   must('meshctl init', await runCli('meshctl', ['init', dir, '--servers', String(count), '--port', ports.join(','), '--cluster-port', routes.join(','), '--leaf-port', leafPorts.join(','), '--log-level', 'warn']));
   const confs = count === 1 ? ['nats-server.conf'] : ports.map((_, i) => `nats-server-${i + 1}.conf`);
+  return { ports, leafPorts, confs };
+}
+
+export async function initMesh(options: { servers?: number } = {}): Promise<InitMesh> {
+  const count = options.servers ?? 1;
+  const work = scratch('mesh-host-init-');
+  const dir = join(work.dir, 'mesh');
+  const { ports, leafPorts, confs } = await meshctlInit(dir, count);
   const servers = await Promise.all(confs.map((conf, i) => NatsServer.start({ port: ports[i]!, wholeConfig: join(dir, conf) })));
   const hosts: InitHost[] = [];
   const meshctl = (args: string[], o: { timeoutMs?: number } = {}) => runCli('meshctl', [...args, '--mesh', dir], o);
