@@ -8,7 +8,7 @@ import type { Inspected, Listed } from './engine.js';
 import { ensureImage, engineImage, imageAction } from './image.js';
 import { failureOf, firstLookVerdict } from './look.js';
 import { archivesOf, isUp, type ContainerEnv, type ContainerRun } from './run.js';
-import { gateOf, lockSaid, type Gate } from '../inhibit/defer.js';
+import { gateOf, lockSaid, restartDue, type Gate } from '../inhibit/defer.js';
 import { createRequest, DEFAULT_STOP_TIMEOUT_S, digestsOf, fieldsThatDiffer, LABEL, specOf, type Spec } from './spec.js';
 
 /** What a check decided to do to one declared container; the apply carries out the same. */
@@ -35,9 +35,7 @@ async function decide(r: ContainerResource, spec: Spec, env: ContainerEnv, run: 
     }
     if (r.state === 'stopped') return isUp(current) ? { kind: 'stop', current } : { kind: 'none' };
     if (!isUp(current)) return { kind: 'start', current };
-    // A restart held off by the lock is still due while the newest declaration names what changed in restartOn.
-    const waiting = ctx.store.state.records[r.id]?.deferred;
-    const because = (r.restartOn ?? []).filter((id) => ctx.changed.has(id) || waiting?.because?.includes(id) === true);
+    const because = restartDue(r.restartOn, ctx.changed, ctx.store.state.records[r.id]?.deferred);
     return because.length > 0 ? { kind: 'restart', current, because } : { kind: 'none' };
   }
   const found = await foundUnder(r.name, env, run);

@@ -1,7 +1,8 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DeferredLock } from '../../machines/lifecycle.js';
-import { underRoot, type LockReader } from '../inhibit/lock.js';
+import { type LockReader } from '../inhibit/lock.js';
+import { realPaths } from '../declaration/real-paths.js';
 import type { ResourceRecord } from '../store/state.js';
 import type { Clock } from '../system/clock.js';
 import type { Logger } from '../system/log.js';
@@ -57,7 +58,8 @@ export function watchLocks(root: string, locks: DeferredLock[], read: LockReader
     }
     cancelPoll = clock.after(LOCK_POLL_MS, look);
   };
-  for (const dir of new Set(locks.map((l) => dirname(underRoot(root, l.lock))))) {
+  const real = realPaths(root);
+  for (const dir of new Set(locks.map((l) => dirname(real(l.lock))))) {
     try {
       const watcher = watch(dir, () => look());
       watcher.on('error', () => watcher.close());

@@ -25,6 +25,13 @@ export interface Waiting {
 }
 
 /**
+ * The resources named in restartOn that ask for a restart now: changed by this apply, or by an earlier one
+ * whose restart the lock held off (still due while the newest declaration names them).
+ */
+export const restartDue = (restartOn: readonly string[] | undefined, changed: { has(id: string): boolean }, waiting: Waiting | undefined): string[] =>
+  (restartOn ?? []).filter((id) => changed.has(id) || waiting?.because?.includes(id) === true);
+
+/**
  * What the lock did to a step, as the report carries it: `held` (the step is deferred), `stale` (the
  * holder is gone: ignored), `overdue` (held past the resource's bound: the step went ahead anyway),
  * `released` (the step waited, and went ahead once the lock was let go).

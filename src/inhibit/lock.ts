@@ -1,4 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { realPaths } from '../declaration/real-paths.js';
 
 /**
  * What a lock file says now: nobody holds it (no file), a live holder since the file's mtime, or a
@@ -27,19 +28,17 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-/** The path of a host path under the root (`/` itself: as it is). */
-export const underRoot = (root: string, path: string): string => (root === '/' ? path : `${root.replace(/\/$/, '')}${path}`);
-
 /**
  * The reader of locks under a root: the file is opened without following a link at its last component
  * and read once (a few bytes, synchronously: one read per locked resource per apply). `alive` is asked
  * of the PID written in it.
  */
 export function lockReader(root: string, alive: (pid: number) => boolean = pidAlive): LockReader {
+  const real = realPaths(root);
   return (path) => {
     let fd: number;
     try {
-      fd = openSync(underRoot(root, path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      fd = openSync(real(path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       return code === 'ENOENT' || code === 'ENOTDIR' ? { kind: 'free' } : { kind: 'stale', why: 'unreadable' };

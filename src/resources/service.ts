@@ -7,7 +7,7 @@ import { REMOVE, type Change } from './changes.js';
 import { exists, isRunning, isStarting, type UnitAction, type UnitState } from '../services/manager.js';
 import { queryUnits, serviceApply, SERVICE_SHAPE, type ServiceApply, type ServiceRuntime } from '../services/runtime.js';
 import { lookAt, secondLook } from '../services/verify.js';
-import { gateOf, lockSaid, type Gate, type Waiting } from '../inhibit/defer.js';
+import { gateOf, lockSaid, restartDue, type Gate, type Waiting } from '../inhibit/defer.js';
 
 /** The state of a unit: from the plan's one batched read, or read again once the apply has changed things. */
 async function stateOf(runtime: ServiceApply, unit: string, fresh: boolean): Promise<UnitState> {
@@ -42,9 +42,8 @@ function decide(resource: ServiceResource, state: UnitState, ctx: ConvergeContex
   const wanted: Wanted = {};
   const up = isRunning(state) || isStarting(state);
   if (resource.state === 'running') {
-    // A restart held off by the lock is still due while the newest declaration names what changed in restartOn.
     const waiting = ctx.store.state.records[resource.id]?.deferred;
-    const changed = (resource.restartOn ?? []).filter((id) => ctx.changed.has(id) || waiting?.because?.includes(id) === true);
+    const changed = restartDue(resource.restartOn, ctx.changed, waiting);
     if (!up) wanted.action = 'start';
     else if (changed.length > 0) {
       wanted.action = resource.reload ? 'reload' : 'restart';

@@ -1,7 +1,6 @@
 import { watch, type FSWatcher, type Stats } from 'node:fs';
 import { lstat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { pathProblem } from '../declaration/validate.js';
+import { realPaths } from '../declaration/real-paths.js';
 import type { Logger } from '../system/log.js';
 import type { Finding, Watcher } from './finding.js';
 
@@ -62,16 +61,6 @@ export function driftOf(owned: Owned, before: Look | undefined, now: Look | unde
   if (now.mode !== before.mode) changes.push(`mode ${octal(before.mode)}→${octal(now.mode)}`);
   if (now.uid !== before.uid || now.gid !== before.gid) changes.push(`owner ${before.uid}:${before.gid}→${now.uid}:${now.gid}`);
   return changes.length > 0 ? `drift: ${at} ${changes.join(', ')}` : undefined;
-}
-
-/**
- * Where a declared path is on disk: under the root, by concatenation for the absolute, normal paths a
- * declaration holds (what path.join would give, without normalising 10,000 paths again).
- */
-export function realPaths(root: string): (target: string) => string {
-  const base = join(root, '.').replace(/\/+$/, '');
-  if (!root.startsWith('/')) return (target) => join(root, target);
-  return (target) => (pathProblem(target) === undefined ? base + target : join(root, target));
 }
 
 /** Looks at every path given, a few at a time off the event loop (an lstat each, on libuv's threads). */

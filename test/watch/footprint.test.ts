@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { realPaths, watchFootprint } from '../../src/watch/footprint.js';
+import { watchFootprint } from '../../src/watch/footprint.js';
+import { realPaths } from '../../src/declaration/real-paths.js';
 import type { Finding } from '../../src/watch/finding.js';
 import { silentLogger } from '../../src/system/log.js';
 import { scratch } from '../support/tree.js';
