@@ -3,7 +3,7 @@ import type { Received } from '../declaration/load.js';
 import { markOf } from '../declaration/order.js';
 import type { Mode } from '../declaration/schema.js';
 import type { Accounts } from '../resources/accounts.js';
-import { changingSteps, planDeclaration, planSteps, type HandlerTable } from '../resources/converge.js';
+import { changingSteps, planDeclaration, planSteps, touchesMachine, type HandlerTable } from '../resources/converge.js';
 import { applyPlan, type ApplyOutcome } from '../resources/apply-plan.js';
 import { RootedFs } from '../resources/rooted-fs.js';
 import { lockReader } from '../inhibit/lock.js';
@@ -17,7 +17,8 @@ import type { Logger } from '../system/log.js';
 import { gate, type Refusal } from './gate.js';
 import { sayApplyDetail } from './say.js';
 import { planDiffs } from './diff.js';
-import { fingerprintOf, shouldSpeak } from '../report/speak.js';
+import { shouldSpeak } from '../report/speak.js';
+import { keepReport, recordApply } from './keep-report.js';
 import { readable } from '../report/words.js';
 import type { ManagerChoice } from '../services/choose.js';
 import type { Outbox } from '../report/outbox.js';
@@ -121,16 +122,26 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     if (store.state.mode !== declaration.mode) {
       said.push(store.state.mode === undefined ? `mode recorded: ${declaration.mode}` : `mode changed by the mesh: ${store.state.mode} → ${declaration.mode}`);
     }
-    const unkept = await untilKept(request.touchAfter);
-    if (unkept) return refusedBy(unkept);
+    // The kept declaration is durable before the machine is touched. A plan that touches nothing does
+    // not wait for it here: its write goes to the disk beside the report's and the head's, which wait for it.
+    const kept = request.touchAfter && untilKept(request.touchAfter);
+    const touches = touchesMachine(planned);
+    if (touches && kept) {
+      const unkept = await kept;
+      if (unkept) return refusedBy(unkept);
+    }
     const outcome = await applyPlan(planned, ctx);
     markStep('applied');
-    const report = await reportOf(env, request, outcome, [...said, ...outcome.said], startedAt);
+    const report = await reportOf(env, request, outcome, [...said, ...outcome.said], startedAt, touches ? undefined : kept);
     markStep('reported');
     // Whether to speak depends on what changed, never on the unchanged: their steps are not made for it.
     const speaks = shouldSpeak({ trigger: report.trigger, outcome: report.outcome, steps: outcome.changed, facts: report.facts }, store.state.lastFingerprint) || (request.found?.length ?? 0) > 0;
-    recordApply(store, report, speaks);
-    await keepReport(env, report, speaks);
+    const undo = recordApply(store, report, speaks);
+    const unkept = await keepReport(env, report, speaks, touches ? undefined : kept);
+    if (unkept) {
+      undo();
+      return refusedBy(unkept);
+    }
     sayApplyDetail(env.log, report, outcome);
     return { kind: speaks ? 'applied' : 'silent', plan, report };
   } finally {
@@ -168,9 +179,9 @@ function contextOf(env: HostEnv, request: ApplyRequest, fs: RootedFs): ConvergeC
 }
 
 /** The apply's one report: what was done, held and said, the found firewall settled after it (its sequence is given when it is kept). */
-async function reportOf(env: HostEnv, request: ApplyRequest, outcome: ApplyOutcome, said: string[], startedAt: string): Promise<Report> {
+async function reportOf(env: HostEnv, request: ApplyRequest, outcome: ApplyOutcome, said: string[], startedAt: string, kept?: Promise<Refusal | undefined>): Promise<Report> {
   const { declaration, digest } = request.received;
-  const firewall = await retireFoundFirewallAfterApply(env, declaration.mode, !outcome.error);
+  const firewall = await retireFoundFirewallAfterApply(env, declaration.mode, !outcome.error, kept);
   const error: Report['error'] = outcome.error ?? (firewall?.failure ? { message: firewall.failure } : undefined);
   const heldSteps = outcome.changed.filter((s) => s.status === 'held');
   const finishedAt = env.clock.now().toISOString();
@@ -196,61 +207,18 @@ async function reportOf(env: HostEnv, request: ApplyRequest, outcome: ApplyOutco
   }, () => outcome.steps().map(readable));
 }
 
-/** The store's head after an apply: mode, held, the declaration applied, the outcome, and the report's sequence when it speaks. */
-function recordApply(store: Store, report: Report, speaks: boolean): void {
-  const { error, finishedAt } = report;
-  store.updateHead((state) => {
-    state.mode = report.mode ?? undefined;
-    state.held = report.facts.held;
-    if (report.declaration) state.lastApplied = { ...report.declaration, at: finishedAt };
-    if (speaks) {
-      state.reportSequence += 1;
-      report.sequence = state.reportSequence;
-      state.lastFingerprint = fingerprintOf(report.facts);
-    }
-    state.lastOutcome = {
-      outcome: report.outcome,
-      at: finishedAt,
-      reportSequence: state.reportSequence,
-      ...(error ? { message: error.resource ? `${error.resource}: ${error.message}` : error.message } : {}),
-    };
-  });
-}
-
-/**
- * The report reaches the outbox before the store records its sequence: a crash in between leaves a
- * report the next start counts (see openStore), never a sequence without its report. The store is saved
- * even when the apply failed (or the outbox could not be written): what was applied before the failure
- * is on the machine.
- */
-async function keepReport(env: HostEnv, report: Report, speaks: boolean): Promise<void> {
-  const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-  // The two writes go to the disk together; only the store's commit (its head's rename) waits for the outbox's.
-  const outboxed = speaks && env.outbox
-    ? env.outbox.addAsync(report).then(
-      () => void markStep('outboxed'),
-      (err: unknown) => `the report could not be kept in the outbox (${code(err)}): the mesh will not hear of this apply`,
-    )
-    : undefined;
-  const saved = await env.store.saveAsync(outboxed).then(
-    () => void markStep('saved'),
-    (err: unknown) => `the store could not be saved (${code(err)}): the machine holds what was applied, the record on disk is the one before this apply`,
-  );
-  const failures = [await outboxed, saved].filter((failure) => failure !== undefined);
-  if (failures.length > 0) {
-    env.log.error({ failures }, failures.join('; '));
-    report.outcome = 'failed';
-    report.error = { message: failures.join('; ') };
-  }
-}
-
 /**
  * The post-apply hook: on a converged machine, after a converged apply, the found firewall is retired
  * (and kept so in the store); in every case the found firewall and the filters are read for the report.
  */
-async function retireFoundFirewallAfterApply(env: HostEnv, mode: Mode, converged: boolean): Promise<Settled | undefined> {
+async function retireFoundFirewallAfterApply(env: HostEnv, mode: Mode, converged: boolean, kept?: Promise<Refusal | undefined>): Promise<Settled | undefined> {
   if (!env.firewall) return undefined;
-  return settleFoundFirewall({ firewall: env.firewall, store: env.store, clock: env.clock, log: env.log, mode, converged, ...(env.serviceManager ? { serviceManager: env.serviceManager } : {}) });
+  // A retirement touches the machine: the kept declaration is durable first (when the apply did not wait for it).
+  const beforeTouch = kept && (async () => {
+    const unkept = await kept;
+    if (unkept) throw new Error(unkept.reason);
+  });
+  return settleFoundFirewall({ firewall: env.firewall, store: env.store, clock: env.clock, log: env.log, mode, converged, ...(env.serviceManager ? { serviceManager: env.serviceManager } : {}), ...(beforeTouch ? { beforeTouch } : {}) });
 }
 
 /**

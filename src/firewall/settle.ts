@@ -30,6 +30,8 @@ export interface SettleInput {
   mode: Mode;
   /** Whether the apply converged: only then is anything retired. */
   converged: boolean;
+  /** Awaited before anything is retired (the apply's kept declaration made durable); a rejection retires nothing. */
+  beforeTouch?: () => Promise<void>;
 }
 
 export interface Settled {
@@ -127,6 +129,7 @@ async function retire(
   const retiring = (stepsDone: string[]): FoundFirewallRecord => ({ status: 'retiring', since: begun, stepsDone, retirements: record?.retirements ?? 0 });
   const done: string[] = [];
   try {
+    await input.beforeTouch?.();
     setRecord(store, look.tool, retiring(done));
     store.save();
     for (const step of steps) {

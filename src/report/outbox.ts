@@ -70,9 +70,11 @@ export class Outbox {
 
   /**
    * add(), with the disk's waits off the event loop: the apply's report of a large declaration is a
-   * megabyte whole, and its writes and fsyncs would otherwise hold the daemon's status answers.
+   * megabyte whole, and its writes and fsyncs would otherwise hold the daemon's status answers. With
+   * `renameAfter`, the entry is written and fsynced beside it and renamed into the outbox only once it
+   * has settled; if it rejects, the entry is not made.
    */
-  async addAsync(report: Report): Promise<void> {
+  async addAsync(report: Report, renameAfter?: Promise<unknown>): Promise<void> {
     // The whole copy is written beside the durable one: neither waits on the other's disk. Its
     // stringifying (a megabyte at 10,000 steps) waits a turn, so that a daemon answers between it and
     // the sent report's.
@@ -80,7 +82,7 @@ export class Outbox {
     const bytes = Buffer.from(JSON.stringify(sentReport(report)));
     // The write's fsync of the directory makes every removal made before it began durable too.
     const removals = this.removals;
-    await intoDirectory(this.dir, () => writeDurablyAsync(join(this.dir, nameOf(report.sequence)), bytes, 0o600));
+    await intoDirectory(this.dir, () => writeDurablyAsync(join(this.dir, nameOf(report.sequence)), bytes, 0o600, renameAfter));
     this.flushed = Math.max(this.flushed, removals);
     await whole;
     this.fold();

@@ -138,6 +138,12 @@ export function planSteps(plan: Plan): Step[] {
  * The steps that change something, in the plan's order, without making a step for each resource found
  * as declared: what a printed plan lists (its count of all steps is the plan's length).
  */
+/** Whether carrying the plan out would act on the machine: a step that neither finds its resource as declared nor holds it. */
+export function touchesMachine(plan: Plan): boolean {
+  const acts = (checked: Checked) => checked.verb !== 'none' && checked.verb !== 'hold';
+  return plan.removals.some(({ checked }) => acts(checked)) || plan.checks.some(acts);
+}
+
 export function changingSteps(plan: Plan): Step[] {
   const steps: Step[] = [];
   for (const { record, checked } of plan.removals) if (checked.step !== undefined && checked.step.changes.length > 0) steps.push(stepOfRecord(record, checked));

@@ -185,9 +185,12 @@ export class Store {
    * save(), with the disk's waits off the event loop: the apply's save of a large store. `commitAfter`
    * is a write that must be durable before the head is (the report the head counts, in the outbox):
    * the journal's line and the head's temporary are written and fsynced beside it, and the head's
-   * rename, the commit, waits for it.
+   * rename, the commit, waits for it. If it rejects, nothing is committed and the save rejects: the
+   * head on disk is the one before.
    */
   async saveAsync(commitAfter?: Promise<unknown>): Promise<void> {
+    // Not awaited when there is nothing to write: its rejection is then nobody's.
+    commitAfter?.catch(() => undefined);
     const plan = this.prepareSave();
     if (plan === undefined) return;
     // Every record in one line is 10,000 records stringified (held a daemon's loop 150-700 ms): made in slices.

@@ -54,10 +54,13 @@ export function writeDurably(target: string, bytes: Uint8Array, mode = 0o600): v
  * large store reaches the disk. The same discipline: temporary, fsync, rename, directory fsync. When
  * the new file may name something only once another write is durable (the store's head and the
  * report it counts), `renameAfter` is that write: the temporary is written and fsynced beside it, and
- * the rename waits for it to end, however it ends.
+ * the rename waits for it; if it rejects, nothing is renamed, the temporary is removed and this rejects
+ * with its error (a caller that renames however the other write ends passes a promise that resolves).
  */
 export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode = 0o600, renameAfter?: Promise<unknown>): Promise<void> {
   const dir = dirname(target);
+  // Its rejection is this write's, awaited once the temporary is durable: not an unhandled one meanwhile.
+  renameAfter?.catch(() => undefined);
   const temporary = join(dir, `${temporaryPrefix(target)}${process.pid}-${randomBytes(6).toString('hex')}`);
   const handle = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   let renamed = false;
@@ -65,7 +68,7 @@ export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode 
     await handle.writeFile(bytes);
     await handle.sync();
     await handle.close();
-    await renameAfter?.catch(() => undefined);
+    await renameAfter;
     await rename(temporary, target);
     renamed = true;
     await fsyncDirectoryAsync(dir);

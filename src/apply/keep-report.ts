@@ -1,0 +1,85 @@
+import type { Report } from '../report/report.js';
+import { fingerprintOf } from '../report/speak.js';
+import type { Store } from '../store/store.js';
+import type { StoreState } from '../store/state.js';
+import { markStep } from '../system/trace.js';
+import type { HostEnv } from './apply.js';
+import type { Refusal } from './gate.js';
+
+/** What an apply changes of the store's head; each is replaced whole, never changed in place. */
+const RECORDED = ['mode', 'held', 'lastApplied', 'reportSequence', 'lastFingerprint', 'lastOutcome'] as const;
+type Recorded = Pick<StoreState, (typeof RECORDED)[number]>;
+
+/**
+ * The store's head after an apply: mode, held, the declaration applied, the outcome, and the report's
+ * sequence when it speaks. Returns how to put the head back as it was, for an apply that is not committed.
+ */
+export function recordApply(store: Store, report: Report, speaks: boolean): () => void {
+  const before: Partial<Recorded> = {};
+  for (const field of RECORDED) Object.assign(before, { [field]: store.state[field] });
+  const { error, finishedAt } = report;
+  store.updateHead((state) => {
+    state.mode = report.mode ?? undefined;
+    state.held = report.facts.held;
+    if (report.declaration) state.lastApplied = { ...report.declaration, at: finishedAt };
+    if (speaks) {
+      state.reportSequence += 1;
+      report.sequence = state.reportSequence;
+      state.lastFingerprint = fingerprintOf(report.facts);
+    }
+    state.lastOutcome = {
+      outcome: report.outcome,
+      at: finishedAt,
+      reportSequence: state.reportSequence,
+      ...(error ? { message: error.resource ? `${error.resource}: ${error.message}` : error.message } : {}),
+    };
+  });
+  return () =>
+    store.updateHead((state) => {
+      for (const field of RECORDED) {
+        if (before[field] === undefined) delete state[field];
+        else Object.assign(state, { [field]: before[field] });
+      }
+    });
+}
+
+/**
+ * The report reaches the outbox before the store records its sequence: a crash in between leaves a
+ * report the next start counts (see openStore), never a sequence without its report. The store is saved
+ * even when the apply failed (or the outbox could not be written): what was applied before the failure
+ * is on the machine.
+ *
+ * `kept` is the kept declaration's write when the apply touched nothing and so did not wait for it: it
+ * goes to the disk beside the report's and the head's, and neither the report's entry nor the head is
+ * renamed before it is durable (a head naming a declaration the disk does not hold would let a restart
+ * apply an older one over it). When it could not be kept, nothing of the apply is committed: its
+ * refusal is returned, and the caller puts the head back.
+ */
+export async function keepReport(env: HostEnv, report: Report, speaks: boolean, kept?: Promise<Refusal | undefined>): Promise<Refusal | undefined> {
+  const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+  const durable = kept?.then((unkept) => {
+    if (unkept) throw new Error(unkept.reason);
+  });
+  // Awaited by the renames below, or by none of them when nothing is written: never left unhandled.
+  durable?.catch(() => undefined);
+  // The two writes go to the disk together; only the store's commit (its head's rename) waits for the outbox's.
+  const outboxed = speaks && env.outbox
+    ? env.outbox.addAsync(report, durable).then(
+      () => void markStep('outboxed'),
+      (err: unknown) => `the report could not be kept in the outbox (${code(err)}): the mesh will not hear of this apply`,
+    )
+    : undefined;
+  const saved = await env.store.saveAsync(durable ? Promise.all([outboxed, durable]) : outboxed).then(
+    () => void markStep('saved'),
+    (err: unknown) => `the store could not be saved (${code(err)}): the machine holds what was applied, the record on disk is the one before this apply`,
+  );
+  const unkept = await kept;
+  if (unkept) return unkept;
+  const failures = [await outboxed, saved].filter((failure) => failure !== undefined);
+  if (failures.length > 0) {
+    env.log.error({ failures }, failures.join('; '));
+    report.outcome = 'failed';
+    report.error = { message: failures.join('; ') };
+  }
+  return undefined;
+}

@@ -1,0 +1,91 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Resource } from '../../src/declaration/schema.js';
+import { Outbox, OUTBOX_DIR } from '../../src/report/outbox.js';
+import { STATE_FILE } from '../../src/store/store.js';
+import { declaration, testHost, type TestHost } from '../support/host.js';
+import { fakeRunner, said } from '../support/fake-runner.js';
+
+let hosts: TestHost[] = [];
+afterEach(() => {
+  hosts.forEach((h) => h.cleanup());
+  hosts = [];
+});
+
+const FILES: Resource[] = [
+  { type: 'directory', id: 'app', path: '/srv/app' },
+  { type: 'file', id: 'conf', path: '/srv/app/app.conf', content: 'x=1\n' },
+];
+
+/** A host that applied FILES as sequence 1, with an outbox, as the daemon's worker has one. */
+async function appliedOnce(): Promise<TestHost> {
+  const h = testHost();
+  hosts.push(h);
+  h.env.outbox = new Outbox(h.stateDir);
+  expect((await h.apply(declaration(FILES), { trigger: 'delivery' })).kind).toBe('applied');
+  return h;
+}
+
+const headOnDisk = (h: TestHost) => JSON.parse(readFileSync(join(h.stateDir, STATE_FILE), 'utf8')) as { reportSequence: number; lastApplied?: { sequence: number } };
+/** A kept declaration's write that failed, as the daemon's kept declaration says it (its rejection is the apply's to handle). */
+function keptFailed(): Promise<void> {
+  const failed = Promise.reject(Object.assign(new Error('the disk failed'), { code: 'EIO' }));
+  failed.catch(() => undefined);
+  return failed;
+}
+const temporaries = (dir: string) => readdirSync(dir).filter((name) => name.includes('.tmp-'));
+
+describe('the kept declaration is durable before the machine is touched, and before the apply is committed', () => {
+  it('a plan that touches nothing goes on while the kept declaration is written; its report and the head are renamed only once it is durable', async () => {
+    const h = await appliedOnce();
+    let durable!: () => void;
+    const touchAfter = new Promise<void>((resolve) => (durable = resolve));
+    const applying = h.apply(declaration(FILES, { sequence: 2 }), { trigger: 'delivery', touchAfter });
+    // The head's temporary written and waiting for its rename: the apply went on without the kept declaration.
+    await vi.waitFor(() => expect(temporaries(h.stateDir)).toHaveLength(1), { timeout: 10_000, interval: 5 });
+    expect(headOnDisk(h).lastApplied?.sequence).toBe(1);
+    expect(h.env.outbox!.pending()).toEqual([1]);
+    durable();
+    const result = await applying;
+    expect(result.kind).toBe('applied');
+    expect(headOnDisk(h)).toMatchObject({ reportSequence: 2, lastApplied: { sequence: 2 } });
+    expect(h.env.outbox!.pending()).toEqual([1, 2]);
+    expect(temporaries(h.stateDir)).toEqual([]);
+  });
+
+  it('a plan that touches nothing, whose kept declaration could not be written: refused, nothing committed, the head in memory as before', async () => {
+    const h = await appliedOnce();
+    const before = JSON.stringify({ ...h.env.store.state, records: undefined });
+    const onDisk = readFileSync(join(h.stateDir, STATE_FILE), 'utf8');
+    const result = await h.apply(declaration(FILES, { sequence: 2 }), { trigger: 'delivery', touchAfter: keptFailed() });
+    expect(result).toMatchObject({ kind: 'refused', refusal: 'state', reason: 'the declaration could not be kept on disk (EIO); nothing was touched' });
+    expect(JSON.stringify({ ...h.env.store.state, records: undefined })).toBe(before);
+    expect(readFileSync(join(h.stateDir, STATE_FILE), 'utf8')).toBe(onDisk);
+    expect(h.env.outbox!.pending()).toEqual([1]);
+    expect([...temporaries(h.stateDir), ...temporaries(join(h.stateDir, OUTBOX_DIR))]).toEqual([]);
+    h.reopen();
+    expect(h.env.store.state).toMatchObject({ reportSequence: 1, lastApplied: { sequence: 1 } });
+  });
+
+  it('a plan that changes the machine waits for the kept declaration: when it could not be written, nothing is touched', async () => {
+    const h = await appliedOnce();
+    const changed: Resource[] = [FILES[0]!, { type: 'file', id: 'conf', path: '/srv/app/app.conf', content: 'x=2\n' }];
+    const result = await h.apply(declaration(changed, { sequence: 2 }), { trigger: 'delivery', touchAfter: keptFailed() });
+    expect(result).toMatchObject({ kind: 'refused', refusal: 'state' });
+    expect(readFileSync(join(h.root, 'srv/app/app.conf'), 'utf8')).toBe('x=1\n');
+    expect(headOnDisk(h)).toMatchObject({ reportSequence: 1, lastApplied: { sequence: 1 } });
+  });
+
+  it('a found firewall is retired after an apply that touched nothing only once the kept declaration is durable: one that could not be written retires nothing', async () => {
+    const h = testHost();
+    hosts.push(h);
+    const runner = fakeRunner({ ufw: (args) => (args[0] === 'status' ? said('Status: active\n') : said('Firewall stopped and disabled on system startup\n')) });
+    h.env.firewall = { runner };
+    const result = await h.apply(declaration([]), { trigger: 'delivery', touchAfter: keptFailed() });
+    expect(result).toMatchObject({ kind: 'refused', refusal: 'state' });
+    expect(runner.calls.filter((c) => c.command === 'ufw' && c.args[0] !== 'status')).toEqual([]);
+    h.reopen();
+    expect(h.env.store.state.foundFirewall).toBeUndefined();
+  });
+});
