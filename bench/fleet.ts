@@ -21,17 +21,17 @@ const signers = new Map<string, ReportSigner>();
  * Each node has its own key, pinned in the enrolments as the bundle step pins it, and signs its reports
  * as a host does: the view checks every node's newest report against its key.
  */
-export async function populate(nc: NatsConnection, reports: number, firstSequence: number): Promise<void> {
+export async function populate(nc: NatsConnection, reports: number, firstSequence: number, nodes = NODES): Promise<void> {
   const { seed } = await newOperatorKey();
   const kv = await new Kvm(nc).open(DECLARATIONS_BUCKET);
   const js = jetstream(nc);
   const enrolments = await Enrolments.open(nc);
   const at = new Date().toISOString();
   // 25 nodes at a time: a loaded machine's server answers each within the client's 5 s.
-  for (let batch = 0; batch < NODES; batch += 25) {
+  for (let batch = 0; batch < nodes; batch += 25) {
     await Promise.all(
-      Array.from({ length: 25 }, async (_, i) => {
-        const node = `sim-${String(batch + i).padStart(4, '0')}`;
+      Array.from({ length: Math.min(25, nodes - batch) }, async (_, i) => {
+        const node = `sim-${String(batch + i).padStart(Math.max(4, String(nodes - 1).length), '0')}`;
         const payload = Buffer.from(JSON.stringify({ version: 1, node, mode: 'converged', epoch: 1, sequence: 1, resources: [] }));
         const applied = { epoch: 1, sequence: 1, digest: digestOf(payload) };
         if (firstSequence === 1) {

@@ -8,6 +8,7 @@ import { benchContainers } from './containers.js';
 import { benchLink } from './link.js';
 import { benchFleet } from './fleet.js';
 import { benchFleetPlan } from './fleet-plan.js';
+import { benchFleetView } from './fleet-view.js';
 import { benchRollout } from './rollout.js';
 import { benchWatch } from './watch.js';
 import { benchWatchDaemon } from './watch-daemon.js';
@@ -54,7 +55,7 @@ const out = () => {
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
       'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, containers, link, fleet, peers, watch, watch-daemon, scale, page, archive, release) runs one part and keeps the others;',
-      'crash, fuzz and newcomer take many minutes and run only when named (`npm run fuzz` is `npm run bench -- fuzz`): a whole run keeps their sections.',
+      'crash, fuzz and newcomer take many minutes, and fleet-view is a comparison against an earlier build (FLEET_VIEW_AGAINST=DIR): they run only when named (`npm run fuzz` is `npm run bench -- fuzz`), and a whole run keeps their sections.',
       '',
       `Machine: ${machine()}`,
       '',
@@ -91,6 +92,8 @@ const parts: Array<{ name: string; sections: () => Promise<string[]>; alone?: bo
   { name: 'link', sections: benchLink },
   { name: 'fleet', sections: async () => [...(await benchFleet()), '', ...(await benchFleetPlan()), '', ...(await benchRollout())] },
   { name: 'scale', sections: benchScale },
+  // A minute or two to fill 10,000 nodes, and meant to run against an earlier build (FLEET_VIEW_AGAINST).
+  { name: 'fleet-view', sections: benchFleetView, alone: true, heading: '## The fleet view over 10,000' },
   { name: 'status', sections: benchStatus },
   { name: 'page', sections: benchPage },
   { name: 'peers', sections: peersSection },

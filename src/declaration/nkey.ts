@@ -16,30 +16,43 @@ const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 /** DER prefix of an Ed25519 PKCS#8 private key; the 32 raw seed bytes follow. */
 const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 
+/** Each ASCII character's value in the alphabet, -1 when it is not in it. */
+const DECODE = Int8Array.from({ length: 128 }, (_, code) => ALPHABET.indexOf(String.fromCharCode(code)));
+
+/**
+ * Looked up in a table, written into one buffer: a fleet view decodes ten thousand keys, and a search
+ * of the alphabet and a growing array for each character were a twentieth of its time.
+ */
 function base32Decode(text: string): Buffer | undefined {
-  const out: number[] = [];
+  const out = Buffer.allocUnsafe(Math.floor((text.length * 5) / 8));
   let bits = 0;
   let value = 0;
-  for (const ch of text) {
-    const i = ALPHABET.indexOf(ch);
-    if (i < 0) return undefined;
-    value = (value << 5) | i;
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    const v = code < 128 ? DECODE[code]! : -1;
+    if (v < 0) return undefined;
+    value = ((value << 5) | v) & 0xfff;
     bits += 5;
     if (bits >= 8) {
-      out.push((value >>> (bits - 8)) & 0xff);
+      out[n++] = (value >>> (bits - 8)) & 0xff;
       bits -= 8;
     }
   }
-  return Buffer.from(out);
+  return out.subarray(0, n);
 }
+
+/** CRC-16/XMODEM of each byte value: the checksum a byte at a time rather than a bit at a time. */
+const CRC_TABLE = Uint16Array.from({ length: 256 }, (_, byte) => {
+  let crc = byte << 8;
+  for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  return crc;
+});
 
 /** CRC-16/XMODEM, as nkeys checksum their keys. */
 function crc16(bytes: Uint8Array): number {
   let crc = 0;
-  for (const b of bytes) {
-    crc ^= b << 8;
-    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-  }
+  for (const b of bytes) crc = ((crc << 8) & 0xffff) ^ CRC_TABLE[((crc >> 8) ^ b) & 0xff]!;
   return crc;
 }
 

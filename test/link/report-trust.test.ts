@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createServer, fromSeed } from '@nats-io/nkeys';
 import { REPORT_KEY_HEADER, REPORT_SIGNATURE_HEADER, reportSigner, verifyReport, type ReportSigner } from '../../src/link/report-trust.js';
-import { newNkeySeed, nkeySeed } from '../../src/declaration/nkey.js';
+import { newNkeySeed, nkeySeed, publicNkey, verifyEd25519 } from '../../src/declaration/nkey.js';
 
 const bytesOf = (value: unknown) => Buffer.from(JSON.stringify(value));
 const signer = (seed = newNkeySeed('node')): ReportSigner => reportSigner(seed) as ReportSigner;
@@ -22,6 +22,22 @@ describe('report signatures', () => {
     // And a key made by the library signs as this code expects.
     const theirs = createServer();
     expect((nkeySeed(new TextDecoder().decode(theirs.getSeed()), 'node') as { publicKey: string }).publicKey).toBe(theirs.getPublicKey());
+  });
+
+  it("the nkeys library's keys decode to the key that checks their signatures, and a key with one character changed fails its checksum", () => {
+    for (let i = 0; i < 40; i++) {
+      const theirs = createServer();
+      const text = theirs.getPublicKey();
+      const key = publicNkey(text, 'node');
+      if (typeof key === 'string') throw new Error(`${text}: ${key}`);
+      const bytes = bytesOf({ i });
+      expect(verifyEd25519(key, bytes, theirs.sign(bytes))).toBe(true);
+      // Any character but the first (the kind's letter), changed to another of the alphabet.
+      const at = 1 + ((i * 7) % (text.length - 1));
+      const changed = text.slice(0, at) + (text[at] === 'A' ? 'B' : 'A') + text.slice(at + 1);
+      expect(publicNkey(changed, 'node')).toMatch(/fails its checksum|is not a node public key|is not an nkey/);
+    }
+    expect(publicNkey('Nnot-base32!', 'node')).toMatch(/is not an nkey/);
   });
 
   it('a report signed by the enrolled key over these bytes, naming its node, is verified; without an enrolment it is only not-enrolled', () => {
