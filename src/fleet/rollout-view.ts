@@ -1,5 +1,6 @@
 import type { Order } from '../declaration/order.js';
 import { formatAgo } from './fleet.js';
+import { deferredText, type DeferredSeen } from './deferred.js';
 import { tally, type HaltReason, type PauseSeen, type Rollout } from './rollout.js';
 
 /** What a rollout says when it starts or is resumed: the declaration, the nodes, the waves' sizes and the rules. */
@@ -23,6 +24,7 @@ export type RolloutEvent =
   | { event: 'node'; node: string; phase: 'converged' | HaltReason; report?: number; resource?: string; error?: string }
   | ({ event: 'paused'; node: string } & PauseSeen)
   | { event: 'unpaused'; node: string }
+  | { event: 'deferred'; node: string; deferred: DeferredSeen[] }
   | { event: 'untrusted'; node: string; sequence?: number; reason: string }
   | { event: 'wave-done'; id: string; wave: number; of: number; converged: number; elapsedMs: number }
   | { event: 'halted'; id: string; wave: number; of: number; node: string; phase: HaltReason; resource?: string; error?: string; untouched: number }
@@ -51,6 +53,8 @@ export function describeEvent(e: RolloutEvent): string | undefined {
       return `${e.node}  ${pauseText(e)}; waiting for it (a paused node is not a failure)`;
     case 'unpaused':
       return `${e.node}  no longer paused; waiting for its report`;
+    case 'deferred':
+      return `${e.node}  converged but for ${e.deferred.map(deferredText).join('; ')}; waiting for its report of it (a held restart is not a failure)`;
     case 'untrusted':
       return `${e.node}  a report${e.sequence === undefined ? '' : ` (#${e.sequence})`} whose signature fails was set aside: ${e.reason}`;
     case 'halted':
@@ -71,6 +75,6 @@ export function describeEvent(e: RolloutEvent): string | undefined {
 export function progressLine(r: Rollout, elapsedMs: number): string {
   const wave = r.waves[r.wave] ?? [];
   const t = tally(r, wave);
-  const parts = [`${t.converged} converged`, `${t.sent + t.sending + t.pending - t.paused} waiting`, ...(t.paused ? [`${t.paused} paused`] : []), `${t.failed + t.refused + t.silent} failed`];
+  const parts = [`${t.converged} converged`, `${t.sent + t.sending + t.pending - t.paused} waiting`, ...(t.paused ? [`${t.paused} paused`] : []), ...(t.deferred ? [`${t.deferred} deferred`] : []), `${t.failed + t.refused + t.silent} failed`];
   return `wave ${r.wave + 1}/${r.waves.length} (${wave.length} node${wave.length === 1 ? '' : 's'}): ${parts.join(', ')} · ${formatAgo(elapsedMs)}`;
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { compareOrder, type Order } from '../declaration/order.js';
 import type { Pause } from '../../machines/pause.js';
+import type { DeferredSeen } from './deferred.js';
 
 /**
  * A rollout's decisions, pure: the order of the nodes, their waves, what a report or a heartbeat makes
@@ -38,7 +39,10 @@ export interface NodeProgress {
   again?: boolean;
   /** Set while its heartbeat says it is paused. */
   paused?: PauseSeen;
+  /** Set while its report of the copy says a restart or replacement is held off by a lock. */
+  deferred?: DeferredSeen[];
 }
+
 
 export type RolloutStatus = 'running' | 'halted' | 'done' | 'aborted';
 
@@ -114,6 +118,8 @@ export interface ReportHeard {
   declaration: Order | null;
   outcome: 'converged' | 'failed' | 'refused';
   error?: { resource?: string; message: string };
+  /** Steps the host held off (converged otherwise): the host does them when their locks go, and reports again. */
+  deferred?: DeferredSeen[];
 }
 
 const same = (a: Order, b: Order) => compareOrder(a, b) === 0 && (a.epoch ?? 0) === (b.epoch ?? 0);
@@ -122,14 +128,21 @@ const same = (a: Order, b: Order) => compareOrder(a, b) === 0 && (a.epoch ?? 0) 
  * What the newest report and heartbeat make of a node awaited: its report of the copy it was sent settles
  * it; a refusal naming no declaration, heard after the send, is taken as this copy's. While its heartbeat
  * says it is paused it is waited for, its clock stopped: the wait begins again when it is seen unpaused.
- * Without a report within the wait, it is silent.
+ * A report that converged but held a restart off for a lock is not the end of the copy either: the host
+ * makes that restart when the lock goes, or at the lock's bound at the latest, and reports again, and a
+ * restart that fails then must halt the rollout. So the node is waited for, its wait counted from that
+ * bound. Without a report within the wait, it is silent.
  */
 export function judge(progress: NodeProgress, heard: { report?: ReportHeard; paused?: PauseSeen | null }, nowMs: number, waitMs: number): NodeProgress {
   if (progress.phase !== 'sent' || !progress.mark) return progress;
   const r = heard.report;
   const forThisCopy = r && (r.declaration ? same(r.declaration, progress.mark) : r.outcome === 'refused' && r.sequence > (progress.reportBefore ?? -1));
+  if (r && forThisCopy && r.outcome === 'converged' && r.deferred?.length) {
+    const { paused: _, ...rest } = progress;
+    return { ...rest, deferred: r.deferred, waitFromMs: Math.max(progress.waitFromMs ?? nowMs, ...r.deferred.map((d) => Date.parse(d.until))) };
+  }
   if (r && forThisCopy) {
-    const { paused: _, again: __, ...rest } = progress;
+    const { paused: _, again: __, deferred: ___, ...rest } = progress;
     return { ...rest, phase: r.outcome, report: r.sequence, ...(r.error?.resource ? { resource: r.error.resource } : {}), ...(r.error ? { error: r.error.message } : {}) };
   }
   if (heard.paused) return { ...progress, paused: heard.paused, waitFromMs: nowMs };
@@ -192,12 +205,13 @@ function withoutVerdict(p: NodeProgress): NodeProgress {
 }
 
 /** Counts by phase, for the progress line and the events. */
-export function tally(r: Pick<Rollout, 'nodes'>, nodes: string[]): Record<NodePhase | 'paused', number> {
-  const counts = { pending: 0, sending: 0, sent: 0, converged: 0, failed: 0, refused: 0, silent: 0, paused: 0 };
+export function tally(r: Pick<Rollout, 'nodes'>, nodes: string[]): Record<NodePhase | 'paused' | 'deferred', number> {
+  const counts = { pending: 0, sending: 0, sent: 0, converged: 0, failed: 0, refused: 0, silent: 0, paused: 0, deferred: 0 };
   for (const n of nodes) {
     const p = r.nodes[n];
     counts[p?.phase ?? 'pending']++;
     if (p?.paused) counts.paused++;
+    if (p?.phase === 'sent' && p.deferred) counts.deferred++;
   }
   return counts;
 }

@@ -32,12 +32,13 @@ export const restartDue = (restartOn: readonly string[] | undefined, changed: { 
   (restartOn ?? []).filter((id) => changed.has(id) || waiting?.because?.includes(id) === true);
 
 /**
- * What the lock did to a step, as the report carries it: `held` (the step is deferred), `stale` (the
+ * What the lock did to a step, as the report carries it: `held` (the step is deferred, at the latest
+ * until `until`, when its bound is reached and it goes ahead anyway), `stale` (the
  * holder is gone: ignored), `overdue` (held past the resource's bound: the step went ahead anyway),
  * `released` (the step waited, and went ahead once the lock was let go).
  */
 export type LockNote =
-  | { state: 'held'; path: string; pid: number; since: string; waitingSince: string }
+  | { state: 'held'; path: string; pid: number; since: string; waitingSince: string; until: string }
   | { state: 'stale'; path: string; pid?: number; why: 'dead' | 'unreadable' }
   | { state: 'overdue'; path: string; pid: number; since: string; waitingSince: string; maxMs: number }
   | { state: 'released'; path: string; waitingSince: string };
@@ -61,7 +62,7 @@ export function gateOf(r: Inhibited, waiting: Waiting | undefined, read: LockRea
   if (Date.parse(now) - Date.parse(waitingSince) >= maxMs) return { go: true, note: { state: 'overdue', path, pid: look.pid, since: look.since, waitingSince, maxMs } };
   return {
     go: false,
-    note: { state: 'held', path, pid: look.pid, since: look.since, waitingSince },
+    note: { state: 'held', path, pid: look.pid, since: look.since, waitingSince, until: new Date(Date.parse(waitingSince) + maxMs).toISOString() },
     waiting: { since: waitingSince, lock: path, maxMs, ...(because && because.length > 0 ? { because } : {}), pid: look.pid, checked: now },
   };
 }
@@ -73,7 +74,7 @@ export const lockSaid = (note: LockNote | undefined): { lock?: LockNote; detail?
 export function lockWords(note: LockNote): string {
   switch (note.state) {
     case 'held':
-      return `deferred: locked by PID ${note.pid} since ${note.since} (${note.path}; held off since ${note.waitingSince})`;
+      return `deferred: locked by PID ${note.pid} since ${note.since} (${note.path}; held off since ${note.waitingSince}, at most until ${note.until})`;
     case 'stale':
       return `the lock ${note.path} is stale (${note.why === 'dead' ? `PID ${note.pid} is not alive` : 'no PID could be read from it'}): ignored`;
     case 'overdue':

@@ -1,5 +1,6 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
+import { deferredText } from '../fleet/deferred.js';
 import type { NodeProgress } from '../fleet/rollout.js';
 import { ago, mark } from './format.js';
 import type { RolloutSummary, RolloutView } from './wire.js';
@@ -71,7 +72,7 @@ function NodeLine({ node, p, nowMs }: { node: string; p: NodeProgress | undefine
   const phase = p?.phase ?? 'pending';
   return html`<tr data-node=${node} data-phase=${phase}>
     <th scope="row"><a href=${`/node/${encodeURIComponent(node)}`}>${node}</a></th>
-    <td data-label="Phase"><span class=${`badge phase-${phase}`}>${phase}</span>${p?.paused ? html` <span class="paused">paused by ${p.paused.by}: ${p.paused.reason}</span>` : ''}</td>
+    <td data-label="Phase"><span class=${`badge phase-${phase}`}>${phase}</span>${p?.paused ? html` <span class="paused">paused by ${p.paused.by}: ${p.paused.reason}</span>` : ''}${p?.phase === 'sent' && p.deferred ? html` <span class="deferred">${p.deferred.map(deferredText).join('; ')}</span>` : ''}</td>
     <td data-label="Copy">${p?.mark ? mark(p.mark) : '–'}</td>
     <td data-label="Report">${p?.report === undefined ? '–' : `#${p.report}`}</td>
     <td data-label="Waiting">${p?.phase === 'sent' && p.waitFromMs !== undefined ? ago(p.waitFromMs, nowMs).replace(' ago', '') : '–'}</td>

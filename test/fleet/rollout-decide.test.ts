@@ -91,6 +91,25 @@ describe('a rollout\'s decisions, pure', () => {
     expect(decide({ ...quiet, haltOn: ['failed'] })).toEqual({ kind: 'done' });
   });
 
+  it('a report of the copy that converged but held a restart off for a lock is waited on, from the lock\'s bound; the report after the restart settles it, and a restart that fails then halts', () => {
+    const until = '2026-12-03T09:10:00.000Z';
+    const held = { resource: 'app', pid: 4242, since: '2026-12-03T09:00:00.000Z', until };
+    const sent: NodeProgress = { phase: 'sent', mark: { sequence: 4 }, waitFromMs: 0 };
+    const deferred = judge(sent, { report: { sequence: 8, declaration: { sequence: 4 }, outcome: 'converged', deferred: [held] } }, 5_000, 10_000);
+    expect(deferred).toMatchObject({ phase: 'sent', deferred: [held], waitFromMs: Date.parse(until) });
+    // Heard again and again (the same report), the wait does not move; past the bound and the wait it is silent.
+    const again = judge(deferred, { report: { sequence: 8, declaration: { sequence: 4 }, outcome: 'converged', deferred: [held] } }, Date.parse(until) + 9_999, 10_000);
+    expect(again).toMatchObject({ phase: 'sent', waitFromMs: Date.parse(until) });
+    expect(judge(again, {}, Date.parse(until) + 10_000, 10_000).phase).toBe('silent');
+    expect(decide(rollout(['a'], '100%', { a: deferred }))).toMatchObject({ kind: 'wait', nodes: ['a'], deadlineMs: Date.parse(until) + 10_000 });
+    const restarted = judge(deferred, { report: { sequence: 9, declaration: { sequence: 4 }, outcome: 'converged' } }, 6_000, 10_000);
+    expect(restarted).toMatchObject({ phase: 'converged', report: 9 });
+    expect(restarted.deferred).toBeUndefined();
+    const broken = judge(deferred, { report: { sequence: 9, declaration: { sequence: 4 }, outcome: 'failed', error: { resource: 'app', message: 'app.service failed to start' } } }, 6_000, 10_000);
+    expect(broken).toMatchObject({ phase: 'failed', resource: 'app' });
+    expect(decide(rollout(['a'], '100%', { a: broken }))).toEqual({ kind: 'halt', node: 'a', phase: 'failed' });
+  });
+
   it('resumed: a failed node is sent again unless a newer report of its copy converged; a silent one is awaited anew; converged ones are left', () => {
     const r = rollout(['a', 'b', 'c', 'd'], '100%', {
       a: { phase: 'converged', mark: { sequence: 2 }, report: 3 },

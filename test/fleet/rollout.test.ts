@@ -154,6 +154,30 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl rollout o
     expect(r.events.find(is('done'))).toMatchObject({ converged: 20 });
   }, 180_000);
 
+  it('a host that converged but held a restart off for its lock is waited for, not counted done, and said so; its report once the restart is made settles it', async () => {
+    const lockedNode = ordered[3]!;
+    const since = new Date().toISOString();
+    const until = new Date(Date.now() + 600_000).toISOString();
+    sims.behave(lockedNode, { defer: { state: 'held', path: '/run/app/busy.lock', pid: 4242, since, waitingSince: since, until } });
+    const r = rolloutProcess(mesh, [file('v2-locked', 'v = 2, locked\n'), '--all', '--waves', '5,100%', '--wait', '3s']);
+    const deferred = await r.until(is('deferred', lockedNode));
+    expect(deferred.deferred).toEqual([{ resource: 'app', pid: 4242, since, until }]);
+    expect(describeEvent(deferred)).toBe(`${lockedNode}  converged but for app deferred: locked by PID 4242 since ${since}, at most until ${until}; waiting for its report of it (a held restart is not a failure)`);
+    // The record says why it waits and from when its wait counts: the lock's bound, ten minutes on.
+    const id = (await r.until(is('started'))).id;
+    const kept = async () => (await (await rollouts()).get(id))?.json<{ nodes: Record<string, { phase: string; waitFromMs?: number; deferred?: unknown }>; wave: number }>();
+    for (let record = await kept(); !record?.nodes[lockedNode]?.deferred; record = await kept()) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await kept())!.nodes[lockedNode]).toMatchObject({ phase: 'sent', waitFromMs: Date.parse(until) });
+    expect(r.events.filter((e) => e.event === 'node' && e.node === lockedNode)).toEqual([]);
+    expect(r.events.find(is('wave-done'))).toBeUndefined();
+    // The lock goes: the host restarts and reports again; that report settles the node and the rollout goes on.
+    sims.behave(lockedNode, 'converge');
+    await sims.release(lockedNode);
+    expect(await r.exit, r.stderr()).toBe(0);
+    expect(r.events.find(is('node', lockedNode))).toMatchObject({ phase: 'converged' });
+    expect(r.events.find(is('done'))).toMatchObject({ converged: 20 });
+  }, 180_000);
+
   it('meshctl rollout killed with SIGKILL mid-wave, then --resume: no send lost, none repeated', async () => {
     const wave2 = ordered.slice(1, 10).filter((n) => n !== fifth);
     for (const node of wave2) sims.behave(node, 'hold');

@@ -52,7 +52,9 @@ describe('a service restart held off while its lock is held (inhibitWhile)', () 
     const step = report.steps.find((s) => s.resource === 'app')!;
     expect(step.status).toBe('deferred');
     expect(step.actions).toEqual(['restart (conf changed)']);
-    expect(step.lock).toEqual({ state: 'held', path: LOCK, pid: process.pid, since, waitingSince: expect.any(String) });
+    expect(step.lock).toEqual({ state: 'held', path: LOCK, pid: process.pid, since, waitingSince: expect.any(String), until: expect.any(String) });
+    const held = step.lock as Extract<typeof step.lock, { state: 'held' }>;
+    expect(Date.parse(held.until) - Date.parse(held.waitingSince)).toBe(600_000);
     expect(step.detail).toMatch(new RegExp(`^deferred: locked by PID ${process.pid} since ${since}`));
     expect(host.env.store.state.records.app!.deferred).toMatchObject({ lock: LOCK, maxMs: 600_000, because: ['conf'], pid: process.pid });
   });

@@ -224,7 +224,7 @@ describe('meshctl serve in a browser', () => {
       version: 1, id: 'r-20261203-091502-3fa2', file: 'web.json', digest: `sha256:${'0'.repeat(64)}`,
       declaration: { version: 1, mode: 'converged', resources: [{ type: 'file', id: 'conf', path: '/etc/app.conf', content: 'SECRET-CONTENT' }] },
       waves: [['sim-web-1'], ['sim-web-2', 'sim-db-1'], ['sim-quiet']], wave: 1, waitMs: 120_000, haltOn: ['failed', 'refused', 'silent'], status: 'halted',
-      nodes: { 'sim-web-1': { phase: 'converged', mark: copy, report: 9 }, 'sim-web-2': failed, 'sim-db-1': { phase: 'sent', mark: copy, waitFromMs: Date.now() - 5000 }, 'sim-quiet': { phase: 'pending' } },
+      nodes: { 'sim-web-1': { phase: 'converged', mark: copy, report: 9 }, 'sim-web-2': failed, 'sim-db-1': { phase: 'sent', mark: copy, waitFromMs: Date.now() - 5000, deferred: [{ resource: 'app', pid: 4242, since: at, until: at }] }, 'sim-quiet': { phase: 'pending' } },
       halt: { node: 'sim-web-2', phase: 'failed', resource: failed.resource, error: failed.error, wave: 1 },
       createdAt: at, updatedAt: at,
     };
@@ -239,6 +239,7 @@ describe('meshctl serve in a browser', () => {
     expect(phases).toEqual(['sim-web-1 converged', 'sim-web-2 failed', 'sim-db-1 sent', 'sim-quiet pending']);
     expect(await list.$eval('.halt', (p) => p.textContent)).toContain(`Halted at wave 2: sim-web-2 failed: conf: ${failed.error}`);
     expect(await list.$eval('tr[data-node="sim-web-2"] td.why', (td) => td.textContent)).toBe(`conf: ${failed.error}`);
+    expect(await list.$eval('tr[data-node="sim-db-1"] .deferred', (span) => span.textContent)).toBe(`app deferred: locked by PID 4242 since ${at}, at most until ${at}`);
     // The declaration shows as its resources' names, never their content; what a host said stays text.
     expect(await list.evaluate(() => document.body.textContent)).not.toContain('SECRET-CONTENT');
     expect(await list.evaluate(() => (window as unknown as { pwned?: string }).pwned)).toBeUndefined();

@@ -7,9 +7,14 @@ import { Enrolments } from '../../src/link/enrolment.js';
 import { reportSigner, type ReportSigner } from '../../src/link/report-trust.js';
 import { DECLARATIONS_BUCKET, heartbeatSubject, reportMessageId, reportSubject } from '../../src/link/wire.js';
 import type { Report } from '../../src/report/report.js';
+import { lockWords, type LockNote } from '../../src/inhibit/defer.js';
 
-/** What a listening host does with a delivery: converge, fail at a resource, hold its report until released, or say nothing. */
-export type Behaviour = 'converge' | { fail: { resource: string; message: string } } | 'hold' | 'silent';
+/**
+ * What a listening host does with a delivery: converge, fail at a resource, hold its report until released,
+ * say nothing, or converge but for a restart its lock holds off (`defer`: reported as the host reports it,
+ * then reported done when released).
+ */
+export type Behaviour = 'converge' | { fail: { resource: string; message: string } } | 'hold' | 'silent' | { defer: Extract<LockNote, { state: 'held' }> };
 
 /** A pause as a host's heartbeat says it. */
 export interface Pause {
@@ -159,14 +164,19 @@ export class SimHosts {
     const b = this.sim(node).behaviour;
     if (b === 'silent') return;
     if (b === 'hold') return void this.sim(node).held.push(delivery);
+    if (typeof b === 'object' && 'defer' in b) {
+      this.sim(node).held.push(delivery);
+      const step = { resource: 'app', type: 'service', target: 'app.service', verb: 'update', changes: [], actions: ['restart (conf changed)'], status: 'deferred', lock: b.defer, detail: lockWords(b.defer) };
+      return this.applied(node, delivery, 'converged', undefined, [step]);
+    }
     if (this.applyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.applyMs));
     await this.applied(node, delivery, b === 'converge' ? 'converged' : 'failed', b === 'converge' ? undefined : b.fail);
   }
 
   /** The report of a delivery applied: what the host applied is that delivery's mark when it converged. */
-  private async applied(node: string, d: Delivery, outcome: 'converged' | 'failed', error?: { resource: string; message: string }): Promise<void> {
+  private async applied(node: string, d: Delivery, outcome: 'converged' | 'failed', error?: { resource: string; message: string }, steps: unknown[] = []): Promise<void> {
     const declaration = { ...(d.epoch === undefined ? {} : { epoch: d.epoch }), sequence: d.sequence, digest: d.digest };
     if (outcome === 'converged') this.sim(node).applied = declaration;
-    await this.report(node, { trigger: 'delivery', declaration, outcome, ...(error ? { error } : {}) });
+    await this.report(node, { trigger: 'delivery', declaration, outcome, ...(error ? { error } : {}), steps: steps as Report['steps'] });
   }
 }

@@ -156,11 +156,13 @@ async function settle(d: Driver, r: Rollout, waiting: string[]): Promise<{ nodes
     if (now.report !== undefined && now.phase !== was.phase && !(await d.listener.trusted(n))) now = heard(undefined);
     if (now.paused && !was.paused) d.emit({ event: 'paused', node: n, ...now.paused });
     if (!now.paused && was.paused && now.phase === 'sent') d.emit({ event: 'unpaused', node: n });
+    const deferredNow = now.phase === 'sent' && JSON.stringify(now.deferred) !== JSON.stringify(was.deferred);
+    if (deferredNow && now.deferred) d.emit({ event: 'deferred', node: n, deferred: now.deferred });
     if (now.phase !== was.phase) {
       d.emit({ event: 'node', node: n, phase: now.phase as 'converged', ...(now.report === undefined ? {} : { report: now.report }), ...(now.resource ? { resource: now.resource } : {}), ...(now.error ? { error: now.error } : {}) });
       changed = true;
     }
-    if (now.paused?.since !== was.paused?.since) changed = true;
+    if (now.paused?.since !== was.paused?.since || deferredNow) changed = true;
     nodes[n] = now;
   }
   for (const u of d.listener.untrusted.splice(0)) d.emit({ event: 'untrusted', ...u });
