@@ -173,6 +173,18 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a site behind a l
     expect(fileOf(p1)).toBe('four\n');
   }, 180_000);
 
+  it('declarations sent to two hosts during a cut of a second or so are each applied once the uplink is back', async () => {
+    const before = { p1: (await statusAtLeaf(p1)).lastApplied!.sequence, p2: (await statusAtLeaf(p2)).lastApplied!.sequence };
+    await relay.cut();
+    // Sent at once, so that the cut stays under the site's copy's 3 s stall check.
+    await Promise.all([send(p1, 'blip\n'), send(p2, 'blip\n')]);
+    await relay.mend();
+    for (const host of [p1, p2]) {
+      await until(`${host.node} applying blip, sent during a short cut`, () => fileOf(host) === 'blip\n', hosts(), 30_000);
+      await until(`${host.node} saying it applied blip`, async () => (await statusAtLeaf(host)).lastApplied!.sequence === before[host.node as 'p1' | 'p2'] + 1, hosts());
+    }
+  }, 90_000);
+
   /** An archive uploaded at the hub, as meshctl put-archive prints its resource. */
   const upload = async (name: string, version: string) => {
     const dir = join(mesh.dir, '..', `src-${name}`);
