@@ -36,7 +36,8 @@ function timed(command: string, args: string[], env: Record<string, string> = {}
   if (r.status === null || !okCodes.includes(r.status)) throw new Error(`${command} ${args.slice(0, 3).join(' ')}… exited ${r.status ?? r.signal}: ${(r.stderr || r.stdout).slice(-600)}`);
 }
 
-function meshHost(dir: string, n: number): Tool {
+/** The mesh-host of a built checkout: this one, or another (PEERS_AGAINST=DIR) to compare builds interleaved in one run. */
+function meshHost(dir: string, n: number, checkout = project, name = 'mesh-host'): Tool {
   const root = join(dir, 'root');
   const state = join(dir, 'state');
   const decl = join(dir, 'decl.json');
@@ -52,9 +53,9 @@ function meshHost(dir: string, n: number): Tool {
   };
   reset();
   return {
-    name: 'mesh-host',
+    name,
     real: (i) => join(root, pathOf('/srv/bench', i)),
-    run: () => timed(process.execPath, [join(project, 'bin/mesh-host'), 'apply', decl, '--root', root, '--state-dir', state, '--config', join(dir, 'host.json'), '--log-level', 'warn']),
+    run: () => timed(process.execPath, [join(checkout, 'bin/mesh-host'), 'apply', decl, '--root', root, '--state-dir', state, '--config', join(dir, 'host.json'), '--log-level', 'warn']),
     reset,
   };
 }
@@ -202,6 +203,15 @@ export interface PeerOptions {
   puppetRounds: number;
   /** Only these tools (by the start of their name: mesh-host, floor, CFEngine, Puppet); all when absent. */
   tools?: string[];
+  /** Another built checkout whose mesh-host runs beside this one's, interleaved (PEERS_AGAINST). */
+  against?: string;
+}
+
+const AGAINST = 'mesh-host, PEERS_AGAINST';
+
+/** The commit a checkout is at, for the page. */
+function commitOf(dir: string): string {
+  return spawnSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim() || dir;
 }
 
 /** Interleaved whole-process runs of every tool on its own copy of the same tree; every run checked. */
@@ -223,6 +233,7 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
       };
       const all: Tool[] = [
         make('mesh', (d) => meshHost(d, n)),
+        ...(options.against ? [make('against', (d) => meshHost(d, n, options.against, AGAINST))] : []),
         make('plain', (d) => floor(d, n, 'plain')),
         make('durable', (d) => floor(d, n, 'durable')),
         make('syncfs', (d) => floor(d, n, 'syncfs')),
@@ -261,13 +272,14 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
     }
   }
   const [plain, durable, syncfs] = [FLOOR_NAMES.plain, FLOOR_NAMES.durable, FLOOR_NAMES.syncfs];
-  const names = ['mesh-host', plain, durable, syncfs, 'CFEngine (in place, no fsync)', 'Puppet'];
-  rows.push(`| files, phase | ${names.join(' | ')} | mesh-host ÷ plain floor | mesh-host ÷ durable floor | mesh-host ÷ syncfs | mesh-host ÷ CFEngine |`, `| --- |${' ---: |'.repeat(names.length + 4)}`);
+  const names = ['mesh-host', ...(options.against ? [AGAINST] : []), plain, durable, syncfs, 'CFEngine (in place, no fsync)', 'Puppet'];
+  const againstHead = options.against ? ' mesh-host ÷ PEERS_AGAINST |' : '';
+  rows.push(`| files, phase | ${names.join(' | ')} | mesh-host ÷ plain floor | mesh-host ÷ durable floor | mesh-host ÷ syncfs | mesh-host ÷ CFEngine |${againstHead}`, `| --- |${' ---: |'.repeat(names.length + 4 + (options.against ? 1 : 0))}`);
   for (const [key, row] of Object.entries(figures)) {
     const [n, phase] = key.split('|');
     const cell = (name: string) => (row[name] === undefined ? '—' : `${fmt(row[name]!)} ms`);
     const ratio = (a: string, b: string) => (row[a] !== undefined && row[b] !== undefined ? `${(row[a]! / row[b]!).toFixed(2)}×` : '—');
-    rows.push(`| ${Number(n).toLocaleString('en')} ${phase} | ${names.map(cell).join(' | ')} | ${ratio('mesh-host', plain)} | ${ratio('mesh-host', durable)} | ${ratio('mesh-host', syncfs)} | ${ratio('mesh-host', 'CFEngine (in place, no fsync)')} |`);
+    rows.push(`| ${Number(n).toLocaleString('en')} ${phase} | ${names.map(cell).join(' | ')} | ${ratio('mesh-host', plain)} | ${ratio('mesh-host', durable)} | ${ratio('mesh-host', syncfs)} | ${ratio('mesh-host', 'CFEngine (in place, no fsync)')} |${options.against ? ` ${ratio('mesh-host', AGAINST)} |` : ''}`);
   }
   out.push(
     '## Peers: the same files with mesh-host, bare-node floors, CFEngine and Puppet',
@@ -280,6 +292,7 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
     "since it flushes every other process's writes too. CFEngine writes in place without fsync. CFEngine and",
     'Puppet keep their state under the scratch directory (`cf-agent -w`, `puppet apply --confdir/--vardir/…`).',
     `Load average ${loadBefore} when the run began, ${loadAverage()} when it ended.`,
+    ...(options.against ? [`This build ${commitOf(project)}; PEERS_AGAINST a built checkout of ${commitOf(options.against)}, run interleaved with it (its own column and the ratio).`] : []),
     ...(missing.length > 0 ? ['', `Not installed here, so not measured: ${missing.join(', ')} (\`scripts/setup.sh --peers\` installs them).`] : []),
     '',
     ...rows,

@@ -75,12 +75,13 @@ async function convergeSection(): Promise<string[]> {
 }
 
 function peersSection(): Promise<string[]> {
-  // PEERS_SIZES=1000 PEERS_ROUNDS=3 narrow it; Puppet alone takes minutes a round at 10,000 files.
+  // PEERS_SIZES=1000 PEERS_ROUNDS=3 narrow it; PEERS_AGAINST=DIR (a built checkout) runs its mesh-host beside this one's; Puppet alone takes minutes a round at 10,000 files.
   // A 1,000-file run is a few hundred milliseconds, where one busy moment moves a median of three.
   const sizes = (process.env.PEERS_SIZES ?? '1000,10000').split(',').map(Number);
   const rounds = process.env.PEERS_ROUNDS ? () => Number(process.env.PEERS_ROUNDS) : (files: number) => (files <= 1000 ? 7 : 3);
   const tools = process.env.PEERS_TOOLS?.split(',');
-  return benchPeers({ sizes, rounds, puppetRounds: Number(process.env.PEERS_PUPPET_ROUNDS ?? 1), ...(tools ? { tools } : {}) });
+  const against = process.env.PEERS_AGAINST;
+  return benchPeers({ sizes, rounds, puppetRounds: Number(process.env.PEERS_PUPPET_ROUNDS ?? 1), ...(tools ? { tools } : {}), ...(against ? { against } : {}) });
 }
 
 /** The parts of the page, in its order; one that runs only when named (`alone`) takes minutes, and its sections' headings start with `heading`. */

@@ -38,11 +38,13 @@ export interface BatchBounds {
   maxOps: number;
   /** Bytes of file content staged before the batch must be committed (memory). */
   maxBytes: number;
-  /** Files in flight at once while committing (open descriptors). */
+  /** Calls in flight at once while committing. */
   parallel: number;
+  /** Files written before their fsyncs and renames: descriptors held open at once. */
+  wave: number;
 }
 
-export const DEFAULT_BOUNDS: BatchBounds = { maxOps: 4096, maxBytes: 32 << 20, parallel: 32 };
+export const DEFAULT_BOUNDS: BatchBounds = { maxOps: 4096, maxBytes: 32 << 20, parallel: 32, wave: 1024 };
 
 /**
  * The writes of one apply, made durable together. A handler's apply does not touch the machine
@@ -59,8 +61,9 @@ export const DEFAULT_BOUNDS: BatchBounds = { maxOps: 4096, maxBytes: 32 << 20, p
  * A commit, in order: the intent (every temporary name and every path made where nothing stood)
  * appended durably to the journal; removals (files, then directories, deepest first as staged);
  * directories made, parents first; files written to fresh temporaries (O_EXCL|O_NOFOLLOW, through
- * the directory's pinned descriptor) concurrently up to `parallel` at once, each with owner and mode
- * set, fsynced, renamed over its name; then each directory touched fsynced once. A crash at any
+ * the directory's pinned descriptor) with owner and mode set, and modes set in place, a wave of up to
+ * `wave` at a time: all written, then all fsynced, then all renamed over their names, each phase up to
+ * `parallel` calls at once; links; then each directory touched fsynced once. A crash at any
  * instant leaves each file old or new, never torn, and the intent names everything that may be left.
  * An op that fails fails its resource alone (a failed fsync of one file fails that file's resource;
  * of a directory, the resources that wrote into it); what that resource made in the batch is taken
@@ -124,6 +127,6 @@ export class WriteBatch {
     this.owners = new Map();
     this.ops = 0;
     this.bytes = 0;
-    return new Commit(this.fs, this.bounds.parallel, owners).run(this.intend);
+    return new Commit(this.fs, this.bounds, owners).run(this.intend);
   }
 }

@@ -1,9 +1,9 @@
-import type { Stats } from 'node:fs';
+import { closeSync, fstatSync, type Stats } from 'node:fs';
 import { posix } from 'node:path';
 import { fchmodAsync, fchownAsync, fsyncAsync, mkdirAsync, rmdirAsync, unlinkAsync } from './fd-calls.js';
 import type { RootedFs } from './rooted-fs.js';
 import { writeHardLink, writeSymlink } from './write-links.js';
-import { codeOf, describeFailure, isMissing, isNotEmpty, pool, setMetaOp, takeBack, writeFileOp, type Op, type TakenOriginal } from './write-ops.js';
+import { codeOf, describeFailure, dropTemporary, isMissing, isNotEmpty, pool, renameTemporary, setMetaOp, takeBack, writeTemporary, type Op, type TakenOriginal } from './write-ops.js';
 import type { Change } from './changes.js';
 
 /**
@@ -84,7 +84,7 @@ export class Commit {
 
   constructor(
     private readonly fs: RootedFs,
-    private readonly parallel: number,
+    private readonly bounds: { parallel: number; wave: number },
     private readonly owners: Owner[],
   ) {
     this.all = owners.flatMap((owner) => owner.ops.map((op) => ({ owner, op })));
@@ -108,12 +108,8 @@ export class Commit {
     await this.removeFiles();
     await this.removeDirectories();
     await this.makeDirectories();
-    await this.each('meta', async (owner, op) => void owner.stats.set(op.path, await setMetaOp(this.fs, op.path, op.meta, op.directory)));
-    await this.each('file', async (owner, op) => {
-      owner.stats.set(op.path, await writeFileOp(this.fs, op));
-      if (op.creates) owner.made.push(op);
-      this.touch(posix.dirname(op.path), owner);
-    });
+    const writes = this.all.filter(({ op }) => op.kind === 'file' || op.kind === 'meta');
+    for (let i = 0; i < writes.length; i += this.bounds.wave) await this.writeWave(writes.slice(i, i + this.bounds.wave));
     await this.links();
     await this.flush();
     return this.settle(result);
@@ -129,10 +125,46 @@ export class Commit {
     owner.failure ??= err instanceof Error ? err : new Error(String(err));
   }
 
+  /**
+   * Files and modes in the fastest durable shape measured: every temporary of the wave written (and
+   * every mode set), then all fsynced, then all renamed, each phase up to `parallel` calls at once; the
+   * directories are flushed once, after the last wave. Fsyncs issued together share the file system's
+   * journal commits, where a create or rename between two fsyncs waited for the commit before it.
+   */
+  private async writeWave(items: Staged[]): Promise<void> {
+    const open = new Map<Staged, number>();
+    const onError = ({ owner, op }: Staged, err: unknown) => this.fail(owner, describeFailure(op, err));
+    await pool(this.bounds.parallel, items, async (item) => {
+      if (item.owner.failure) return;
+      open.set(item, item.op.kind === 'file' ? await writeTemporary(this.fs, item.op) : await setMetaOp(this.fs, item.op as Extract<Op, { kind: 'meta' }>));
+    }, onError);
+    const opened = [...open.keys()];
+    await pool(this.bounds.parallel, opened, async (item) => {
+      if (!item.owner.failure) await fsyncAsync(open.get(item)!);
+    }, onError);
+    await pool(this.bounds.parallel, opened, async (item) => {
+      const { owner, op } = item;
+      const fd = open.get(item)!;
+      if (op.kind !== 'file') {
+        // A mode set in place: its stat, whatever became of its resource (nothing to take back).
+        try {
+          if (!owner.failure) owner.stats.set(op.path, fstatSync(fd));
+        } finally {
+          closeSync(fd);
+        }
+        return;
+      }
+      if (owner.failure) return dropTemporary(this.fs, op, fd);
+      owner.stats.set(op.path, await renameTemporary(this.fs, op, fd));
+      if (op.creates) owner.made.push(op);
+      this.touch(posix.dirname(op.path), owner);
+    }, onError);
+  }
+
   /** Every op of one kind, up to `parallel` at once, skipping resources that already failed. */
   private async each<K extends Op['kind']>(kind: K, work: (owner: Owner, op: Extract<Op, { kind: K }>) => Promise<void>, items = this.all): Promise<void> {
     const ofKind = items.filter((x) => x.op.kind === kind);
-    await pool(this.parallel, ofKind, async ({ owner, op }) => {
+    await pool(this.bounds.parallel, ofKind, async ({ owner, op }) => {
       if (owner.failure) return;
       await work(owner, op as Extract<Op, { kind: K }>);
     }, ({ owner, op }, err) => this.fail(owner, describeFailure(op, err)));
@@ -195,7 +227,7 @@ export class Commit {
 
   /** Each directory touched, fsynced once: the renames, creations and removals in it survive a crash. */
   private async flush(): Promise<void> {
-    await pool(this.parallel, [...this.touched.entries()].filter(([dir]) => !this.gone.has(dir)), async ([dir]) => {
+    await pool(this.bounds.parallel, [...this.touched.entries()].filter(([dir]) => !this.gone.has(dir)), async ([dir]) => {
       await this.fs.withDirectory(dir, (fd) => fsyncAsync(fd));
     }, (entry, err) => {
       for (const owner of entry[1]) this.fail(owner, new Error(`the directory ${entry[0]} could not be flushed (${codeOf(err)})`));

@@ -1,5 +1,5 @@
 import { closeSync, constants, fstatSync, writeSync, type Stats } from 'node:fs';
-import { fchmodAsync, fchownAsync, fsyncAsync, openAsync, renameAsync, rmdirAsync, unlinkAsync, writeAsync } from './fd-calls.js';
+import { fchmodAsync, fchownAsync, openAsync, renameAsync, rmdirAsync, unlinkAsync, writeAsync } from './fd-calls.js';
 import { MissingDirectory, PathRefused, type RootedFs } from './rooted-fs.js';
 import type { HardLinkOp, SymlinkOp } from './write-links.js';
 
@@ -33,19 +33,16 @@ export type Op =
 const IN_LINE_BYTES = 256 << 10;
 
 /**
- * Temporary written whole, owner and mode set, fsynced, renamed over the name; its stat after. Every
- * call that changes the directory or the inode (the creation, owner, mode, the fsync, the rename) goes
- * to libuv's threads: with other files of the batch being flushed, each may wait on the file system's
- * journal, and waiting in line stalled the event loop (and the batch) for most of a first converge.
- * The write of small content (page cache only) and the stat and close stay in line.
+ * A file's temporary made (O_EXCL|O_NOFOLLOW, through the pinned directory) and written whole, owner
+ * and mode set; left open for the fsync that comes once every temporary of its wave is written (see
+ * Commit). Every call that changes the directory or the inode (the creation, owner, mode) goes to
+ * libuv's threads: each may wait on the file system's journal, and waiting in line stalled the event
+ * loop. The write of small content (page cache only) stays in line. On a failure the temporary goes.
  */
-export async function writeFileOp(fs: RootedFs, op: Extract<Op, { kind: 'file' }>): Promise<Stats> {
-  return fs.withParent(op.path, async (at, atName) => {
+export async function writeTemporary(fs: RootedFs, op: Extract<Op, { kind: 'file' }>): Promise<number> {
+  return fs.withParent(op.path, async (_at, atName) => {
     const temporary = atName(op.temporary);
-    // The creation and the rename wait on the file system's journal while other files of the batch
-    // are being flushed: on libuv's threads, so that neither the event loop nor the other files wait.
     const fd = await openAsync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    let renamed = false;
     try {
       let written = 0;
       const inLine = op.bytes.length <= IN_LINE_BYTES;
@@ -54,29 +51,48 @@ export async function writeFileOp(fs: RootedFs, op: Extract<Op, { kind: 'file' }
       }
       await fchownAsync(fd, op.meta.uid, op.meta.gid);
       await fchmodAsync(fd, op.meta.mode);
-      await fsyncAsync(fd);
-      await renameAsync(temporary, at);
-      renamed = true;
-      // After the rename: a rename changes the inode's ctime, which the next apply compares.
-      return fstatSync(fd);
-    } finally {
+      return fd;
+    } catch (err) {
       closeSync(fd);
-      if (!renamed) await unlinkAsync(temporary).catch(() => undefined); // else named by the intent: the next start removes it
+      await unlinkAsync(temporary).catch(() => undefined); // else named by the intent: the next start removes it
+      throw err;
     }
   });
 }
 
-/** Mode and owner set in place and fsynced; its stat after. */
-export async function setMetaOp(fs: RootedFs, path: string, meta: Meta, directory: boolean): Promise<Stats> {
-  return fs.withParent(path, async (at) => {
-    const fd = await openAsync(at, directory ? constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW : constants.O_RDONLY | constants.O_NOFOLLOW);
+/**
+ * The fsynced temporary renamed over its name and closed; its stat, taken after the rename (a rename
+ * changes the inode's ctime, which the next apply compares). A failed rename removes the temporary.
+ */
+export async function renameTemporary(fs: RootedFs, op: Extract<Op, { kind: 'file' }>, fd: number): Promise<Stats> {
+  try {
+    await fs.withParent(op.path, (at, atName) => renameAsync(atName(op.temporary), at));
+    return fstatSync(fd);
+  } catch (err) {
+    await dropTemporary(fs, op);
+    throw err;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A written temporary whose resource failed: removed, never renamed (else named by the intent: the next start removes it). */
+export async function dropTemporary(fs: RootedFs, op: Extract<Op, { kind: 'file' }>, fd?: number): Promise<void> {
+  if (fd !== undefined) closeSync(fd);
+  await fs.withParent(op.path, (_at, atName) => unlinkAsync(atName(op.temporary))).catch(() => undefined);
+}
+
+/** Mode and owner set in place, the descriptor left open for the wave's fsync. */
+export async function setMetaOp(fs: RootedFs, op: Extract<Op, { kind: 'meta' }>): Promise<number> {
+  return fs.withParent(op.path, async (at) => {
+    const fd = await openAsync(at, op.directory ? constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW : constants.O_RDONLY | constants.O_NOFOLLOW);
     try {
-      await fchownAsync(fd, meta.uid, meta.gid);
-      await fchmodAsync(fd, meta.mode);
-      await fsyncAsync(fd);
-      return fstatSync(fd);
-    } finally {
+      await fchownAsync(fd, op.meta.uid, op.meta.gid);
+      await fchmodAsync(fd, op.meta.mode);
+      return fd;
+    } catch (err) {
       closeSync(fd);
+      throw err;
     }
   });
 }
