@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { ObjectStore } from '@nats-io/obj';
+import type { ObjectInfo, ObjectStore } from '@nats-io/obj';
 import { ARCHIVES_BUCKET } from '../link/wire.js';
 import type { Resource } from '../declaration/schema.js';
 import { isEnvelope } from '../declaration/envelope.js';
@@ -37,14 +37,29 @@ export function sha256OfDigest(digest: string): string | undefined {
   return bytes.length === 32 ? bytes.toString('hex') : undefined;
 }
 
-async function openBucket(nc: NatsConnection, create: boolean): Promise<ObjectStore> {
+/** The archive bucket; over another JetStream API (a site's leaf reaching the hub's) when one is named. */
+async function openBucket(nc: NatsConnection, create: boolean, apiPrefix?: string): Promise<ObjectStore> {
   const { Objm } = await lazy(import('@nats-io/obj'));
-  const objm = new Objm(nc);
+  const objm = apiPrefix ? new Objm((await lazy(import('@nats-io/jetstream'))).jetstream(nc, { apiPrefix })) : new Objm(nc);
   try {
     return create ? await objm.create(ARCHIVES_BUCKET) : await objm.open(ARCHIVES_BUCKET);
   } catch (err) {
-    throw new ArchiveRefused('fetch-failed', `the archive store (bucket ${ARCHIVES_BUCKET}) cannot be opened: ${(err as Error).message}`);
+    throw new ArchiveRefused('fetch-failed', `the archive store (bucket ${ARCHIVES_BUCKET}${apiPrefix ? ` through ${apiPrefix}` : ''}) cannot be opened: ${(err as Error).message}`);
   }
+}
+
+/**
+ * How many of an object's parts (its chunks, on their own subject) a store holds, of how many it says.
+ * A site's copy can describe an object whose parts it lost: with nats-server 2.9.10, when the uplink
+ * is down for less than the copy's stall check (3 s without a heartbeat), the hub's consumer that feeds
+ * the copy outlives the cut and passes over what was stored meanwhile, and the copy, seeing the next
+ * delivery in sequence, takes the gap for messages deleted at the hub and marks them deleted for good.
+ */
+async function partsHeld(os: ObjectStore, info: ObjectInfo): Promise<{ held: number; parts: number }> {
+  if (info.chunks === 0) return { held: 0, parts: 0 };
+  const subject = `$O.${ARCHIVES_BUCKET}.C.${info.nuid}`;
+  const state = (await os.status({ subjects_filter: subject })).streamInfo.state;
+  return { held: state.subjects?.[subject] ?? 0, parts: info.chunks };
 }
 
 function infoOf(info: { name: string; size: number; digest: string; deleted?: boolean } | null): ArchiveObjectInfo | undefined {
@@ -54,10 +69,18 @@ function infoOf(info: { name: string; size: number; digest: string; deleted?: bo
   return { name: info.name, size: info.size, sha256 };
 }
 
-/** The archive store over a NATS connection (the link's own, or a command's). */
-export function natsArchiveObjects(nc: NatsConnection): ArchiveObjects {
+/**
+ * The archive store over a NATS connection (the link's own, or a command's). At a site it is the
+ * site's copy; an object the copy describes but lacks parts of is read from the store it copies (the
+ * hub's, through the leaf's uplink), and the log says so.
+ */
+export function natsArchiveObjects(nc: NatsConnection, log?: Logger): ArchiveObjects {
   let bucket: Promise<ObjectStore> | undefined;
+  let copied: Promise<ObjectStore | undefined> | undefined;
   const store = () => (bucket ??= openBucket(nc, false));
+  const followedApi = async () => (await (await store()).status()).streamInfo.config.mirror?.external?.api;
+  /** The store this one copies, when it copies one over another JetStream API. */
+  const original = () => (copied ??= followedApi().then((api) => (api ? openBucket(nc, false, api) : undefined)));
   return {
     async info(name) {
       return infoOf(await (await store()).info(name));
@@ -66,7 +89,23 @@ export function natsArchiveObjects(nc: NatsConnection): ArchiveObjects {
       return (await (await store()).status()).streamInfo.config.mirror !== undefined;
     },
     async read(name) {
-      const result = await (await store()).get(name);
+      const here = await store();
+      const info = await here.info(name);
+      if (!info || info.deleted) return undefined;
+      let from = here;
+      const { held, parts } = await partsHeld(here, info);
+      const there =
+        held < parts
+          ? await original().catch((err: Error) => {
+              copied = undefined;
+              throw new ArchiveRefused('fetch-failed', `object '${name}': the site's copy of the store holds ${held} of its ${parts} parts, and the hub's store cannot be reached through the leaf node (${err.message})`);
+            })
+          : undefined;
+      if (there) {
+        log?.warn({ object: name, held, parts }, "archive: the site's copy of the store lacks parts of this object (lost in a short cut of the uplink); read from the hub's store through the leaf");
+        from = there;
+      }
+      const result = await from.get(name);
       if (!result) return undefined;
       // The client checks the object's own digest at the end: a corrupt object errors the stream.
       result.error.catch(() => {});
@@ -110,12 +149,12 @@ export async function archiveObjectProblems(nc: NatsConnection, sent: unknown): 
 const perConnection = new WeakMap<NatsConnection, ArchiveObjects>();
 
 /** The archive store over a connection held elsewhere (the daemon's link); refused while there is none. */
-export function connectionArchiveObjects(connection: () => NatsConnection | undefined, why: () => string): ArchiveObjectsProvider {
+export function connectionArchiveObjects(connection: () => NatsConnection | undefined, why: () => string, log?: Logger): ArchiveObjectsProvider {
   return async () => {
     const nc = connection();
     if (!nc || nc.isClosed()) throw new ArchiveRefused('no-link', `the archive store cannot be reached: ${why()}`);
     let objects = perConnection.get(nc);
-    if (!objects) perConnection.set(nc, (objects = natsArchiveObjects(nc)));
+    if (!objects) perConnection.set(nc, (objects = natsArchiveObjects(nc, log)));
     return objects;
   };
 }
@@ -137,7 +176,7 @@ export function onDemandArchiveObjects(link: ArchiveLink, log: Logger): { provid
       if (link.settings.servers.length === 0) throw new ArchiveRefused('no-link', 'an object source needs the link, and none is configured (no servers in the configuration)');
       nc ??= connectLink({ ...link.settings, name: 'mesh-host (archive fetch)', persistent: false }, log);
       try {
-        return natsArchiveObjects(await nc);
+        return natsArchiveObjects(await nc, log);
       } catch (err) {
         nc = undefined;
         throw new ArchiveRefused('fetch-failed', `the archive store cannot be reached: ${(err as Error).message}`);

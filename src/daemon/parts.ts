@@ -76,7 +76,7 @@ export async function daemonParts(options: DaemonOptions): Promise<DaemonParts> 
   const outbox = new Outbox(paths.stateDir, config.outbox);
   const link = new DaemonLink(log, clock, () => hostSigner(paths.stateDir, log));
   const links = cachedLinks(runner, clock);
-  const archiveObjects = connectionArchiveObjects(() => link.connection, () => (now.config.servers.length === 0 ? 'no servers are configured' : 'the link is not connected'));
+  const archiveObjects = connectionArchiveObjects(() => link.connection, () => (now.config.servers.length === 0 ? 'no servers are configured' : 'the link is not connected'), log);
   const startedAt = clock.monotonic();
   let actor: LifecycleActor | undefined;
   const lifecycle = { send: (event: LifecycleEvent) => actor?.send(event), state: () => actor?.getSnapshot().value, kept: () => actor?.getSnapshot().context.kept };

@@ -31,25 +31,39 @@ export function parse(data: Uint8Array): unknown {
 }
 
 /** The newest message of every subject of a stream; a stream not created yet (10059) holds nothing. */
-async function latest(nc: NatsConnection, stream: string, filter: string): Promise<LatestMessage[]> {
+async function latest(nc: NatsConnection, stream: string, filter: string, onMessage?: (message: LatestMessage) => void): Promise<LatestMessage[]> {
   const { JetStreamApiError } = await lazy(import('@nats-io/jetstream'));
   try {
-    return [...(await latestPerSubject(nc, stream, filter)).values()];
+    return [...(await latestPerSubject(nc, stream, filter, onMessage ? { onMessage } : {})).values()];
   } catch (err) {
     if (err instanceof JetStreamApiError && err.code === 10059) return [];
     throw err;
   }
 }
 
-/** The newest report, heartbeat and key value of every node, read together: three streams, one pass each. */
+/**
+ * The newest report, heartbeat and key value of every node, read together: three streams, one pass each.
+ * Each report's check begins as it comes, so the checks run while the streams are still read; a report
+ * superseded during the read (a newer one of its node came) was checked for nothing, and only the
+ * newest's verdict is shown.
+ */
 export async function readFleet(nc: NatsConnection, options: { verifyReport?: ReportVerifier } = {}): Promise<FleetRead> {
+  const verify = options.verifyReport;
+  const begun = new Map<LatestMessage, Promise<SignatureVerdict>>();
+  const begin = verify && ((m: LatestMessage) => {
+    const verdict = verify(nodeOf(m.subject), m);
+    // Awaited below unless superseded; a superseded check's failure is nobody's.
+    verdict.catch(() => {});
+    begun.set(m, verdict);
+  });
   const [reports, beats, keys] = await Promise.all([
-    latest(nc, REPORTS_STREAM, REPORTS_SUBJECTS),
+    latest(nc, REPORTS_STREAM, REPORTS_SUBJECTS, begin),
     latest(nc, HEARTBEATS_STREAM, HEARTBEAT_SUBJECTS),
     latest(nc, DECLARATIONS_STREAM, DECLARATION_SUBJECTS),
   ]);
+  const checked: ReportVerifier | undefined = verify && ((node, m) => begun.get(m) ?? verify(node, m));
   return {
-    reports: await Promise.all(reports.map((m) => reportSeen(m, options.verifyReport))),
+    reports: await Promise.all(reports.map((m) => reportSeen(m, checked))),
     heartbeats: beats.map(heartbeatSeen),
     // A deleted or purged key leaves a marker without data: the mesh says nothing to that node now.
     keys: keys.filter((m) => m.bytes.length > 0).map((m) => keySeen(m)),

@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Enrolments, signedReportOf } from '../link/enrolment.js';
-import { REPORT_SIGNATURE_HEADER, verifyReport } from '../link/report-trust.js';
+import { beginReportCheck, REPORT_SIGNATURE_HEADER, verifyReport } from '../link/report-trust.js';
 import type { SignatureVerdict } from './fleet.js';
 import type { ReportVerifier } from './read.js';
 
@@ -13,7 +13,9 @@ export function fleetReportVerifier(enrolments: Promise<Enrolments>): ReportVeri
   return async (node, message) => {
     const signed = signedReportOf(node, message.bytes, message.headers);
     if (!message.headers?.get(REPORT_SIGNATURE_HEADER)) return verdictOf(verifyReport(signed, undefined));
-    return verdictOf(await (await enrolments).check(signed));
+    // Begun before the enrolments are in: the signature is checked while they (and the rest) are read.
+    const begun = beginReportCheck(signed);
+    return verdictOf(await (await enrolments).check(signed, begun));
   };
 }
 

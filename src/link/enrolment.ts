@@ -4,7 +4,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import { publicNkey } from '../declaration/nkey.js';
 import { refused } from '../system/errors.js';
 import { lazy } from '../system/interop.js';
-import { REPORT_KEY_HEADER, REPORT_SIGNATURE_HEADER, verifyReport, type ReportTrust, type SignedReport } from './report-trust.js';
+import { beginReportCheck, REPORT_KEY_HEADER, REPORT_SIGNATURE_HEADER, verifyReport, type PendingTrust, type ReportTrust, type SignedReport } from './report-trust.js';
 import { ENROLMENTS_BUCKET, REPORTS_STREAM, reportSubject } from './wire.js';
 import { chooseReplicas } from './control.js';
 import { latestPerSubject } from './latest.js';
@@ -67,10 +67,13 @@ export class Enrolments {
     this.allRead = true;
   }
 
-  /** Checks one report against its node's key, enrolling the node from its first report when it has none. */
-  async check(report: SignedReport): Promise<CheckedTrust> {
+  /**
+   * Checks one report against its node's key, enrolling the node from its first report when it has none;
+   * the signature is checked on libuv's threads (`begun`: a check begun before, as the report was read).
+   */
+  async check(report: SignedReport, begun: PendingTrust = beginReportCheck(report)): Promise<CheckedTrust> {
     const enrolment = await this.enrolmentOf(report.node);
-    const trust = verifyReport(report, enrolment?.key);
+    const trust = await begun(enrolment?.key);
     return enrolment ? { ...trust, enrolledBy: enrolment.by } : trust;
   }
 

@@ -27,9 +27,10 @@ const PULL_MAX_BYTES = 16 << 20;
  * Made by hand on a plain subscription rather than through the client's ordered consumer: that costs a
  * stream lookup, a consumer lookup and a wrapper per message, a third of the fleet view's time at a
  * thousand nodes. The consumer is deleted when the read is done (without waiting for the answer) and
- * would expire on its own a minute later anyway.
+ * would expire on its own a minute later anyway. `onMessage` hears each message as it comes: work on it
+ * can begin while the read goes on (a newer one of the same subject may still follow).
  */
-export async function latestPerSubject(nc: NatsConnection, stream: string, filter: string, options: { timeoutMs?: number } = {}): Promise<Map<string, LatestMessage>> {
+export async function latestPerSubject(nc: NatsConnection, stream: string, filter: string, options: { timeoutMs?: number; onMessage?: (message: LatestMessage) => void } = {}): Promise<Map<string, LatestMessage>> {
   const [{ jetstreamManager, AckPolicy, DeliverPolicy }, { createInbox, nanos }] = await Promise.all([lazy(import('@nats-io/jetstream')), lazy(import('@nats-io/transport-node'))]);
   const latest = new Map<string, LatestMessage>();
   const inbox = createInbox();
@@ -72,6 +73,7 @@ export async function latestPerSubject(nc: NatsConnection, stream: string, filte
             if (m.headers?.code) return end(false);
             const { pending, ...message } = latestOf(m);
             latest.set(message.subject, message);
+            options.onMessage?.(message);
             if (++got === batch || pending === 0) end(pending === 0);
           };
           nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${name}`, JSON.stringify({ batch, max_bytes: PULL_MAX_BYTES, expires: timeoutMs * 1_000_000 }), { reply: inbox });

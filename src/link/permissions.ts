@@ -1,4 +1,5 @@
-import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, declarationSubject, declaredSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportSubject, statusSubject } from './wire.js';
+import { domainApi } from './site.js';
+import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, HUB_DOMAIN, declarationSubject, declaredSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportSubject, statusSubject } from './wire.js';
 
 /** One subject a host's credentials allow, and why the host needs it. */
 export interface Grant {
@@ -11,6 +12,8 @@ export interface Grant {
 const api = '$JS.API';
 const kvStream = `KV_${DECLARATIONS_BUCKET}`;
 const objStream = `OBJ_${ARCHIVES_BUCKET}`;
+/** The hub's JetStream, as a host of a site reaches it through its leaf node (the uplink up). */
+const hubApi = domainApi(HUB_DOMAIN);
 
 /**
  * Everything a host's credentials allow, and nothing else: the one place the permission set comes
@@ -27,6 +30,10 @@ export function hostGrants(node: string): Grant[] {
     { direction: 'publish', subject: `${api}.STREAM.INFO.${objStream}`, why: 'opens the archives bucket (its settings)' },
     { direction: 'publish', subject: `${api}.STREAM.MSG.GET.${objStream}`, why: "reads an archive's description (name, size, digest, chunk subject): archives are the fleet's, readable by every host" },
     { direction: 'publish', subject: `${api}.CONSUMER.CREATE.${objStream}.*.$O.${ARCHIVES_BUCKET}.C.*`, why: "reads an archive's chunks: an ordered consumer filtered on one object's chunk subject" },
+    { direction: 'publish', subject: `${hubApi}.INFO`, why: "at a site, the same before it opens the hub's archives bucket through the leaf node, to read an archive the site's copy lacks parts of" },
+    { direction: 'publish', subject: `${hubApi}.STREAM.INFO.${objStream}`, why: "at a site, opens the hub's archives bucket through the leaf node (an archive the site's copy lacks parts of)" },
+    { direction: 'publish', subject: `${hubApi}.STREAM.MSG.GET.${objStream}`, why: "at a site, reads at the hub the description of an archive the site's copy lacks parts of" },
+    { direction: 'publish', subject: `${hubApi}.CONSUMER.CREATE.${objStream}.*.$O.${ARCHIVES_BUCKET}.C.*`, why: "at a site, reads at the hub the chunks of an archive the site's copy lacks parts of" },
     { direction: 'subscribe', subject: key, why: 'hears every put to its own key (the value as published, read back with its revision by a direct get); no consumer on the server' },
     { direction: 'subscribe', subject: declaredSubject(node), why: "hears its site's notice of a put to its own key as the put reaches the site (behind a leaf node the put's own message stays at the hub); headers only" },
     { direction: 'subscribe', subject: `${hostInboxPrefix(node)}.>`, why: "its own replies: acknowledgements of its reports, answers of the JetStream API, the archive fetch's deliveries (it connects with this inbox prefix, so it cannot read another host's)" },

@@ -1,4 +1,5 @@
-import { nkeySeed, publicNkey, signEd25519, verifyEd25519 } from '../declaration/nkey.js';
+import type { KeyObject } from 'node:crypto';
+import { nkeySeed, publicNkey, signEd25519, verifyEd25519, verifyEd25519Async } from '../declaration/nkey.js';
 
 /** The headers a host's report is published with: its node key (N…), and Ed25519 over the report's bytes. */
 export const REPORT_KEY_HEADER = 'Mesh-Node-Key';
@@ -50,16 +51,55 @@ export interface SignedReport {
 
 /** Checks one report against the key its node enrolled (none: only against the key it names). */
 export function verifyReport(report: SignedReport, enrolledKey: string | undefined): ReportTrust {
+  const asked = signatureToCheck(report);
+  const known = knownBefore(report, enrolledKey, asked);
+  if (known) return known;
+  if ('verdict' in asked) return asked;
+  return trustOf(report, enrolledKey, verifyEd25519(asked.key, report.bytes, asked.signature));
+}
+
+/** The verdict of a report once its node's enrolled key is known (undefined: none enrolled). */
+export type PendingTrust = (enrolledKey: string | undefined) => Promise<ReportTrust>;
+
+/**
+ * The same check, begun now: the signature against the key the report names is checked on libuv's
+ * threads at once, before its node's enrolment is known, so a reader of a whole fleet's reports has the
+ * checks run on the other core while it goes on reading. The verdict, once the enrolled key is given,
+ * is verifyReport's for the same report and key.
+ */
+export function beginReportCheck(report: SignedReport): PendingTrust {
+  const asked = signatureToCheck(report);
+  const holds = 'verdict' in asked ? undefined : verifyEd25519Async(asked.key, report.bytes, asked.signature);
+  // Not awaited when the enrolled key is another one (the verdict needs no signature then).
+  holds?.catch(() => {});
+  return async (enrolledKey) => knownBefore(report, enrolledKey, asked) ?? trustOf(report, enrolledKey, await holds!);
+}
+
+interface Asked {
+  key: KeyObject;
+  signature: Buffer;
+}
+
+/** The key the report names and its signature, or the verdict known without the enrolment. */
+function signatureToCheck(report: SignedReport): ReportTrust | Asked {
   if (!report.signature || !report.key) return { verdict: 'unsigned' };
-  if (enrolledKey !== undefined && report.key !== enrolledKey) return { verdict: 'unknown-key', key: report.key, enrolled: enrolledKey };
   const key = publicNkey(report.key, 'node');
   if (typeof key === 'string') return { verdict: 'bad-signature', key: report.key, reason: key };
-  if (!verifyEd25519(key, report.bytes, Buffer.from(report.signature, 'base64'))) {
-    return { verdict: 'bad-signature', key: report.key, reason: 'the signature does not hold over the report bytes' };
-  }
+  return { key, signature: Buffer.from(report.signature, 'base64') };
+}
+
+/** The verdict that needs no signature checked: unsigned, signed by a key other than the enrolled one, or a key that is not one. */
+function knownBefore(report: SignedReport, enrolledKey: string | undefined, asked: ReportTrust | Asked): ReportTrust | undefined {
+  if ('verdict' in asked && asked.verdict === 'unsigned') return asked;
+  if (enrolledKey !== undefined && report.key !== enrolledKey) return { verdict: 'unknown-key', key: report.key!, enrolled: enrolledKey };
+  return 'verdict' in asked ? asked : undefined;
+}
+
+function trustOf(report: SignedReport, enrolledKey: string | undefined, holds: boolean): ReportTrust {
+  if (!holds) return { verdict: 'bad-signature', key: report.key!, reason: 'the signature does not hold over the report bytes' };
   const named = namedNode(report.bytes);
-  if (named !== report.node) return { verdict: 'wrong-node', key: report.key, named };
-  return enrolledKey === undefined ? { verdict: 'not-enrolled', key: report.key } : { verdict: 'verified', key: report.key };
+  if (named !== report.node) return { verdict: 'wrong-node', key: report.key!, named };
+  return enrolledKey === undefined ? { verdict: 'not-enrolled', key: report.key! } : { verdict: 'verified', key: report.key! };
 }
 
 function namedNode(bytes: Uint8Array): string | null {

@@ -33,6 +33,11 @@ export const SITE_NOTICES_STREAM = 'MESH_DECLARED';
 export const ENROLMENTS_BUCKET = 'mesh_enrolments';
 /** The control side's record of each rollout, and which nodes an unfinished rollout holds (no host's credentials reach it). */
 export const ROLLOUTS_BUCKET = 'mesh_rollouts';
+/**
+ * The JetStream domain of the mesh's own servers (the hub): a site's leaf node runs its own domain,
+ * named after the site, and copies the hub's declarations from this one.
+ */
+export const HUB_DOMAIN = 'mesh';
 /** Archives, in the JetStream Object Store: meshctl put-archive writes, hosts only read. */
 export const ARCHIVES_BUCKET = 'mesh_archives';
 /**

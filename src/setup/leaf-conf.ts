@@ -1,5 +1,5 @@
-import { DECLARED_SUBJECTS, REPORTS_SUBJECTS } from '../link/wire.js';
-import { HUB_DOMAIN, operatorModeLines, quoted, urlHost, type PublicAccounts } from './server-conf.js';
+import { DECLARED_SUBJECTS, HUB_DOMAIN, REPORTS_SUBJECTS } from '../link/wire.js';
+import { operatorModeLines, quoted, urlHost, type PublicAccounts } from './server-conf.js';
 
 /** A site's leaf node: where the site's hosts reach it, and the hub's servers it connects to. */
 export interface LeafPlace {

@@ -1,3 +1,5 @@
+import { HUB_DOMAIN } from '../link/wire.js';
+
 /** What a server in operator mode is told of the mesh's accounts: their JWTs, no secret. */
 export interface PublicAccounts {
   operator: { jwt: string };
@@ -21,11 +23,6 @@ export const DEFAULT_CLIENT_PORT = 4222;
 export const DEFAULT_CLUSTER_PORT = 6222;
 export const DEFAULT_LEAF_PORT = 7422;
 export const CLUSTER_NAME = 'mesh';
-/**
- * The JetStream domain of the mesh's own servers (the hub): a site's leaf node runs its own domain,
- * named after the site, and copies the hub's declarations from this one.
- */
-export const HUB_DOMAIN = 'mesh';
 
 /** A string in the server's configuration syntax. */
 export const quoted = (s: string) => JSON.stringify(s);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createServer, fromSeed } from '@nats-io/nkeys';
-import { REPORT_KEY_HEADER, REPORT_SIGNATURE_HEADER, reportSigner, verifyReport, type ReportSigner } from '../../src/link/report-trust.js';
+import { beginReportCheck, REPORT_KEY_HEADER, REPORT_SIGNATURE_HEADER, reportSigner, verifyReport, type ReportSigner } from '../../src/link/report-trust.js';
 import { newNkeySeed, nkeySeed, publicNkey, verifyEd25519 } from '../../src/declaration/nkey.js';
 
 const bytesOf = (value: unknown) => Buffer.from(JSON.stringify(value));
@@ -58,6 +58,31 @@ describe('report signatures', () => {
     expect(verifyReport({ node: 'a', bytes: report.bytes }, s.publicKey)).toEqual({ verdict: 'unsigned' });
     const operator = 'OCXD3ADBGSXEZ7UEFJE7DZRFPEBGT4SIAT44PKMEI6ZFNQILLQVCDRIP';
     expect(verifyReport({ ...report, key: operator }, undefined)).toMatchObject({ verdict: 'bad-signature', reason: expect.stringMatching(/not a node public key/) });
+  });
+
+  it('a check begun before the enrolled key is known (on libuv\'s threads) gives the same verdict as the check made with it, for every kind of report', async () => {
+    const s = signer();
+    const other = signer();
+    const report = signed(s, 'a', bytesOf({ node: 'a', sequence: 1 }));
+    const reports = {
+      verified: report,
+      forged: { ...report, bytes: bytesOf({ node: 'a', sequence: 2 }) },
+      zeroes: { ...report, signature: Buffer.alloc(64).toString('base64') },
+      short: { ...report, signature: Buffer.alloc(10).toString('base64') },
+      anotherKey: signed(other, 'a', report.bytes),
+      anotherNode: signed(s, 'b', report.bytes),
+      unsigned: { node: 'a', bytes: report.bytes },
+      notANodeKey: { ...report, key: 'OCXD3ADBGSXEZ7UEFJE7DZRFPEBGT4SIAT44PKMEI6ZFNQILLQVCDRIP' },
+    };
+    const verdicts = new Set<string>();
+    for (const [name, r] of Object.entries(reports)) {
+      for (const enrolled of [s.publicKey, other.publicKey, undefined]) {
+        const now = verifyReport(r, enrolled);
+        verdicts.add(now.verdict);
+        expect(await beginReportCheck(r)(enrolled), `${name}, enrolled ${enrolled}`).toEqual(now);
+      }
+    }
+    expect([...verdicts].sort()).toEqual(['bad-signature', 'not-enrolled', 'unknown-key', 'unsigned', 'verified', 'wrong-node']);
   });
 
   it('a seed of another kind is not a signer', () => {

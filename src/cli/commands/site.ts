@@ -1,6 +1,6 @@
 import { ensureSite } from '../../link/site.js';
 import { siteNameProblem } from '../../setup/leaf-conf.js';
-import { HUB_DOMAIN } from '../../setup/server-conf.js';
+import { HUB_DOMAIN } from '../../link/wire.js';
 import { EXIT, refused, usageError } from '../../system/errors.js';
 import { output, type CommandContext } from '../context.js';
 import { connectWire } from './mesh.js';
