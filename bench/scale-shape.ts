@@ -14,7 +14,7 @@ import { serverPids, waitFor } from './scale-support.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectDir } from '../test/support/cli.js';
-import { cpuTicks, fmt, median, rssMb } from './stats.js';
+import { cpuTicks, fmt, HZ, median, rssMb } from './stats.js';
 
 export type Shape = 'consumer' | 'subscription';
 
@@ -42,7 +42,6 @@ const CONNECTIONS = 20;
 const IN_FLIGHT = 100;
 const IDLE_MS = 20_000;
 const SAMPLED_PUTS = 50;
-const HZ = 100;
 const SET_UP_BOUND_MS = 5 * 60_000;
 
 async function inBatches<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {

@@ -12,7 +12,7 @@ import { DECLARATIONS_BUCKET, REPORTS_STREAM } from '../src/link/wire.js';
 import { natsUnavailable } from '../test/support/nats.js';
 import { PUBLIC_FILE, SEED_FILE } from '../src/cli/commands/keys.js';
 import { projectDir } from '../test/support/cli.js';
-import { cpuTicks, loadAverage, rssMb } from './stats.js';
+import { cpuTicks, HZ, loadAverage, rssMb } from './stats.js';
 import { patiently, phase, simNode, waitFor } from './scale-support.js';
 import { BenchMesh, enrolHosts, spawnWorkers, stopWorkers, tally, waitForWord } from './scale-mesh.js';
 import { keptShapeSection, runShape, shapeSection, type ShapeFigures } from './scale-shape.js';
@@ -20,7 +20,6 @@ import { scaleAnalysis, scaleIntro, scaleTables, type Cpu, type Figures } from '
 
 const CONTROL_TIMEOUT_MS = 30_000;
 const PUTS_IN_FLIGHT = 200;
-const HZ = 100;
 const STATUS_RUNS = 3;
 
 /** Raises this process's open-file limit (its children inherit it) when the run needs more than it has. */

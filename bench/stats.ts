@@ -53,6 +53,9 @@ export function statusMb(pid: number, field: 'VmRSS' | 'RssAnon' | 'RssFile' = '
 
 export const rssMb = (pid: number) => statusMb(pid);
 
+/** Clock ticks a second, the unit of /proc's CPU times. */
+export const HZ = 100;
+
 /** User + system clock ticks of a process. */
 export function cpuTicks(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
