@@ -114,6 +114,28 @@ export function natsArchiveObjects(nc: NatsConnection, log?: Logger): ArchiveObj
   };
 }
 
+/** An object a store describes without every part of it. */
+export interface ObjectLackingParts {
+  name: string;
+  held: number;
+  parts: number;
+}
+
+/**
+ * The objects a store (a site's copy, reached over its domain's API) describes but lacks parts of: what
+ * a short cut of the uplink left it without. Its hosts read those at the hub while the uplink is up.
+ */
+export async function objectsLackingParts(nc: NatsConnection, apiPrefix?: string): Promise<ObjectLackingParts[]> {
+  const store = await openBucket(nc, false, apiPrefix);
+  const lacking: ObjectLackingParts[] = [];
+  for (const info of await store.list()) {
+    if (info.deleted) continue;
+    const { held, parts } = await partsHeld(store, info);
+    if (held < parts) lacking.push({ name: info.name, held, parts });
+  }
+  return lacking;
+}
+
 /** Uploads a file into the archive store (creating the bucket when missing); what the store then says of it. */
 export async function putArchiveObject(nc: NatsConnection, name: string, file: string): Promise<ArchiveObjectInfo> {
   const bucket = await openBucket(nc, true);

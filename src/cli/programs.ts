@@ -108,7 +108,7 @@ export const meshctlProgram: ProgramSpec = {
     'node-key': { summary: "make NODE's own key pair and pin its public key in the mesh (for bundle --node-key), with its labels", args: ['NODE'], options: ['out', 'replace', 'label', ...linkOptions] },
     label: { summary: "set a node's labels (k=v), or remove one (k-)", args: ['NODE', 'LABEL…'], options: linkOptions },
     serve: { summary: 'a live, read-only web page of the fleet, its reports and each host\'s lifecycle; off loopback over HTTPS (--https-cert, --https-key) to requests bearing --token-file\'s token', args: [], options: ['listen', 'https-cert', 'https-key', 'token-file', ...linkOptions] },
-    site: { summary: "once a site's leaf node is up: its copy of the declarations and archives, and its reports' store and forward, which the hub sources", args: ['SITE'], options: ['replicas', ...linkOptions] },
+    site: { summary: "once a site's leaf node is up: its copy of the declarations and archives, and its reports' store and forward, which the hub sources; names the archives its copy lacks parts of", args: ['SITE'], options: ['replicas', ...linkOptions] },
     'node-creds': { summary: "issue NODE's NATS credentials: its own key, subjects and read-only archives", args: ['NODE'], options: ['account-key', 'account', 'out'] },
   },
 };

@@ -220,5 +220,12 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a site behind a l
     const ofSecond = (await reportsAtHub(p2)).filter((r) => r.declaration?.sequence === first + 1);
     expect(ofSecond.map((r) => r.outcome), JSON.stringify(ofSecond)).toEqual(['converged']);
     expect(server()).toBe('#!/bin/sh\necho v2\n');
+    // Whether the copy was left without the parts depends on how short the cut was; meshctl site names
+    // exactly what the host had to read at the hub.
+    const readAtHub = p2.log().split('\n').some((l) => l.includes('lacks parts of this object') && l.includes('"object":"site-2.tgz"'));
+    const site = await mesh.meshctl(['site', SITE, '--json']);
+    expect(site.code, site.stderr).toBe(0);
+    const lacking = (JSON.parse(site.stdout) as { archivesLackingParts: Array<{ name: string }> }).archivesLackingParts.map((o) => o.name);
+    expect(lacking).toEqual(readAtHub ? ['site-2.tgz'] : []);
   }, 180_000);
 });
