@@ -2,12 +2,13 @@ import { compareOrder, type Mark } from '../declaration/order.js';
 import type { Mode } from '../declaration/schema.js';
 import type { Outcome, Report, Trigger } from '../report/report.js';
 import { pauseAt, pauseText, type Pause } from '../../machines/pause.js';
+import { deferredOf, deferredText } from './deferred.js';
 
 /** The newest report of one node, as the reports stream holds it. */
 export interface ReportSeen {
   node: string;
   /** Undefined when the stored bytes are not a report. */
-  report?: Pick<Report, 'sequence' | 'trigger' | 'mode' | 'outcome' | 'error' | 'declaration' | 'finishedAt'>;
+  report?: Pick<Report, 'sequence' | 'trigger' | 'mode' | 'outcome' | 'error' | 'declaration' | 'finishedAt'> & { steps?: unknown };
   storedAtMs: number;
   /** What the report's signature check said; absent when no check was made. */
   signature?: SignatureVerdict;
@@ -103,6 +104,8 @@ function rowOf(node: string, seen: ReportSeen | undefined, beat: HeartbeatSeen |
   if (report && report.outcome !== 'converged') {
     problems.push(`${report.outcome}${report.error ? `: ${report.error.resource ? `${report.error.resource}: ` : ''}${report.error.message}` : ''}`);
   }
+  // Converged but for a restart its lock holds off: said, as what the host still has to do.
+  if (report?.outcome === 'converged') problems.push(...deferredOf(report.steps).map(deferredText));
 
   const intervalMs = beat?.beat?.intervalMs ?? DEFAULT_HEARTBEAT_MS;
   const heartbeat = beat ? { agoMs: Math.max(0, nowMs - beat.storedAtMs), intervalMs } : null;

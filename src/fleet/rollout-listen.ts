@@ -2,8 +2,7 @@ import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { latestPerSubject, type LatestMessage } from '../link/latest.js';
 import { HEARTBEAT_SUBJECTS, HEARTBEATS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from '../link/wire.js';
 import { nodeOf, parse, type ReportVerifier } from './read.js';
-import { DEFAULT_INHIBIT_MAX_MS, type LockNote } from '../inhibit/defer.js';
-import type { DeferredSeen } from './deferred.js';
+import { deferredOf } from './deferred.js';
 import type { PauseSeen, ReportHeard } from './rollout.js';
 
 /** A report whose signature failed: not taken as its node's word. */
@@ -25,19 +24,6 @@ function reportOf(value: unknown): ReportHeard | undefined {
   return { sequence: r.sequence, declaration, outcome: r.outcome!, ...(r.error && typeof r.error.message === 'string' ? { error: { message: r.error.message, ...(resource ? { resource } : {}) } } : {}), ...(deferred.length ? { deferred } : {}) };
 }
 
-/**
- * The steps a report held off by their locks. A host that does not say until when at most (one older
- * than that field) is taken to wait the default bound from when it first held the step off.
- */
-function deferredOf(steps: unknown): DeferredSeen[] {
-  if (!Array.isArray(steps)) return [];
-  return steps.flatMap((s: { status?: unknown; resource?: unknown; lock?: Partial<Extract<LockNote, { state: 'held' }>> }) => {
-    const lock = s?.lock;
-    if (s?.status !== 'deferred' || typeof s.resource !== 'string' || lock?.state !== 'held' || typeof lock.pid !== 'number' || typeof lock.since !== 'string') return [];
-    const untilMs = typeof lock.until === 'string' ? Date.parse(lock.until) : Date.parse(lock.waitingSince ?? lock.since) + DEFAULT_INHIBIT_MAX_MS;
-    return Number.isNaN(untilMs) ? [] : [{ resource: s.resource, pid: lock.pid, since: lock.since, until: new Date(untilMs).toISOString() }];
-  });
-}
 
 /** `paused` of a heartbeat: the pause, null when the beat says it is not paused, undefined when the beat does not say. */
 function pauseOf(value: unknown): PauseSeen | null | undefined {

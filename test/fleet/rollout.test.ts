@@ -170,6 +170,10 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl rollout o
     expect((await kept())!.nodes[lockedNode]).toMatchObject({ phase: 'sent', waitFromMs: Date.parse(until) });
     expect(r.events.filter((e) => e.event === 'node' && e.node === lockedNode)).toEqual([]);
     expect(r.events.find(is('wave-done'))).toBeUndefined();
+    // The fleet view says what waits under the node, which stays converged.
+    const view = await runCli('meshctl', ['status', '--json', '--mesh', mesh.dir, '--log-level', 'warn']);
+    const row = (JSON.parse(view.stdout) as { nodes: Array<{ node: string; state: string; problems: string[] }> }).nodes.find((n) => n.node === lockedNode);
+    expect(row, view.stderr).toMatchObject({ state: 'converged', problems: [`app deferred: locked by PID 4242 since ${since}, at most until ${until}`] });
     // The lock goes: the host restarts and reports again; that report settles the node and the rollout goes on.
     sims.behave(lockedNode, 'converge');
     await sims.release(lockedNode);

@@ -47,6 +47,18 @@ describe('the fleet rows (pure)', () => {
     expect(fleetHealthy([p])).toBe(true);
   });
 
+  it('a converged report that held a restart off for its lock says what still waits and until when, and stays converged', () => {
+    const held = { state: 'held', path: '/run/app/busy.lock', pid: 4242, since: '2026-12-01T11:58:00.000Z', waitingSince: '2026-12-01T11:59:00.000Z', until: '2026-12-01T12:09:00.000Z' };
+    const steps = [{ resource: 'conf', status: 'done' }, { resource: 'app', status: 'deferred', lock: held }];
+    const deferring: ReportSeen = { ...report('a', 'converged'), report: { ...report('a', 'converged').report!, steps } };
+    // A host older than the bound's field: the default ten minutes from when it first held the step off.
+    const older: ReportSeen = { ...report('b', 'converged'), report: { ...report('b', 'converged').report!, steps: [{ ...steps[1], lock: { ...held, until: undefined } }] } };
+    const rows = fleetRows({ nowMs: now, reports: [deferring, older], heartbeats: [beat('a', 1000), beat('b', 1000)], keys: [] });
+    expect(rows[0]).toMatchObject({ node: 'a', state: 'converged', problems: ['app deferred: locked by PID 4242 since 2026-12-01T11:58:00.000Z, at most until 2026-12-01T12:09:00.000Z'] });
+    expect(rows[1]!.problems).toEqual(['app deferred: locked by PID 4242 since 2026-12-01T11:58:00.000Z, at most until 2026-12-01T12:09:00.000Z']);
+    expect(fleetHealthy(rows)).toBe(true);
+  });
+
   it('a report whose signature fails is flagged and fails the node', () => {
     const rows = fleetRows({ nowMs: now, reports: [{ ...report('a', 'converged'), signature: { verdict: 'failed', reason: 'not signed by the node key' } }], heartbeats: [beat('a', 0)], keys: [] });
     expect(rows[0]).toMatchObject({ state: 'failed', signature: 'failed', problems: ["its last report's signature does not verify: not signed by the node key"] });
