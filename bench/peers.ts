@@ -296,6 +296,23 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
     ...(missing.length > 0 ? ['', `Not installed here, so not measured: ${missing.join(', ')} (\`scripts/setup.sh --peers\` installs them).`] : []),
     '',
     ...rows,
+    '',
+    'Targets, from these rows:',
+    '',
+    ...targetLines(figures),
   );
   return out;
+}
+
+/** The targets, met or missed as this run's own rows say: first converge and drift within 1.3× the durable floor, the no-op within 1.25× the plain one. */
+function targetLines(figures: Record<string, Record<string, number>>): string[] {
+  const lines: string[] = [];
+  for (const [key, row] of Object.entries(figures)) {
+    const [n, phase] = key.split('|') as [string, Phase];
+    const [floorName, target] = phase === 'no-op' ? [FLOOR_NAMES.plain, 1.25] : [FLOOR_NAMES.durable, 1.3];
+    if (row['mesh-host'] === undefined || row[floorName] === undefined) continue;
+    const ratio = row['mesh-host'] / row[floorName];
+    lines.push(`- ${Number(n).toLocaleString('en')} files, ${phase === 'first' ? 'first converge' : phase}: ${ratio.toFixed(2)}× the ${phase === 'no-op' ? 'plain' : 'durable'} floor (target ${target}×): **${ratio <= target ? 'met' : 'missed'}**`);
+  }
+  return lines;
 }
