@@ -185,6 +185,23 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a site behind a l
     }
   }, 90_000);
 
+  it('every report made during a cut of a second or so reaches the hub once and in order', async () => {
+    const made = { p1: (await statusAtLeaf(p1)).reportSequence, p2: (await statusAtLeaf(p2)).reportSequence };
+    // A hand edit is heard once the host watches again after its last report (before, it is the hourly reconcile's).
+    const armed = (host: InitHost) => host.log().includes(`"reportSequence":${made[host.node as 'p1' | 'p2']},"msg":"watch: the footprint is watched from here on"`);
+    for (const host of [p1, p2]) await until(`${host.node} watching after report ${made[host.node as 'p1' | 'p2']}`, () => armed(host), hosts());
+    await relay.cut();
+    // Each host repairs a hand edit and reports it while the uplink is down, which stays under a second or so.
+    for (const host of [p1, p2]) writeFileSync(join(host.root, 'srv/app.conf'), 'tampered in a short cut\n');
+    for (const host of [p1, p2]) await until(`${host.node} reporting its repair during the cut`, async () => (await statusAtLeaf(host)).reportSequence > made[host.node as 'p1' | 'p2'], hosts(), 30_000, undefined, 20);
+    await relay.mend();
+    for (const host of [p1, p2]) {
+      const last = (await statusAtLeaf(host)).reportSequence;
+      await until(`${host.node}'s reports up to ${last} at the hub`, async () => (await reportsAtHub(host)).some((r) => r.sequence === last), hosts());
+      expect((await reportsAtHub(host)).map((r) => r.sequence)).toEqual(Array.from({ length: last }, (_, i) => i + 1));
+    }
+  }, 90_000);
+
   /** An archive uploaded at the hub, as meshctl put-archive prints its resource. */
   const upload = async (name: string, version: string) => {
     const dir = join(mesh.dir, '..', `src-${name}`);
