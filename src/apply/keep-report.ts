@@ -74,7 +74,8 @@ export async function keepReport(env: HostEnv, report: Report, speaks: boolean, 
     (err: unknown) => `the store could not be saved (${code(err)}): the machine holds what was applied, the record on disk is the one before this apply`,
   );
   const unkept = await kept;
-  if (unkept) return unkept;
+  // The entry's write ends first (its temporary removed, nothing renamed), so that nothing of it is left.
+  if (unkept) return (await outboxed, unkept);
   const failures = [await outboxed, saved].filter((failure) => failure !== undefined);
   if (failures.length > 0) {
     env.log.error({ failures }, failures.join('; '));

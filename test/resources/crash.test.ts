@@ -137,13 +137,13 @@ describe('an apply killed at any instant leaves nothing behind once the next app
     writeFileSync(conf, 'original\n', { mode: 0o644 });
     const take = join(dir, 'take.json');
     writeFileSync(take, JSON.stringify({ version: 1, node: 'crash', mode: 'converged', sequence: 1, resources: [{ type: 'file', id: 'conf', path: '/etc/app.conf', content: 'declared\n', mode: '0640' }] }));
-    // Killed at the third rename of libuv's one thread, which makes them all (the kept copy's, the
-    // file's, the local report's, the outbox's, the store's), so after the kept copy and the file are
-    // durable and before the store's save: the original is kept and the file written, and the store
-    // never heard (checked below).
+    // Killed at the third rename of the main thread, which makes the durable writes' (the kept copy's,
+    // the outbox entry's, the store's head's; the file's and the whole report's are made on libuv's
+    // thread), so after the kept copy and the file are durable and at the store's commit: the original
+    // is kept and the file written, and the store never heard (checked below).
     const killed = runKilledAt([process.execPath, ...scene.args(take)], { syscall: 'rename', when: 3 }, ONE_THREAD);
     expect(killed.signal, killed.stderr).toBe('SIGKILL');
-    expect(killed.killedAt, "the third rename, a report's, after the kept copy's and the file's").toMatch(/^\d+\s+rename\("[^"]*\/state\/(reports|outbox)\/\d{12}\.json\.tmp/);
+    expect(killed.killedAt, "the third rename, the store's head's, after the kept copy's and the outbox entry's").toMatch(/^\d+\s+rename\("[^"]*\/state\/state\.json\.tmp-/);
     expect(readFileSync(conf, 'utf8')).toBe('declared\n');
     expect(peekState(scene.state)?.records.conf).toBeUndefined();
     // The next start gives the original back before it takes it again: the copy it keeps is the original.
