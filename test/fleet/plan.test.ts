@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
@@ -7,6 +7,7 @@ import { natsUnavailable } from '../support/nats.js';
 import { initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js';
 import { diff, snapshot, type Snapshot } from '../support/snapshot.js';
 import { DECLARATIONS_BUCKET, ENROLMENTS_BUCKET, REPORTS_STREAM } from '../../src/link/wire.js';
+import { OUTBOX_DIR } from '../../src/report/outbox.js';
 import { newOperatorKey, sign } from '../../src/declaration/envelope.js';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { PlanLine } from '../../src/fleet/plan-view.js';
@@ -38,6 +39,19 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl plan over
       return out;
     }
 
+    /**
+     * What the disks and the mesh hold once every host is done with its own reports: each acknowledged and
+     * removed from its outbox (the removal may come up to a second after the acknowledgement). A plan must
+     * change nothing from there, so a removal still due is not taken for the plan's doing.
+     */
+    async function settled(): Promise<{ disk: Snapshot; mesh: Record<string, unknown> }> {
+      const pending = () => hosts.filter((h) => existsSync(join(h.state, OUTBOX_DIR)) && readdirSync(join(h.state, OUTBOX_DIR)).some((n) => n.endsWith('.json')));
+      for (const started = Date.now(); pending().length > 0; await new Promise((r) => setTimeout(r, 100))) {
+        if (Date.now() - started > 30_000) throw new Error(`reports still in the outbox of ${pending().map((h) => h.node).join(', ')}`);
+      }
+      return { disk: disks(), mesh: await kept() };
+    }
+
     beforeAll(async () => {
       mesh = await initMesh({ servers: count });
       control = await connect({ servers: mesh.servers.map((s) => s.url), authenticator: credsAuthenticator(readFileSync(join(mesh.dir, 'meshctl.creds'))) });
@@ -59,7 +73,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl plan over
     });
 
     it('each host answers the plan it would make; the same change on several nodes is one line, the nodes that differ are named; it changes nothing on any host or in the mesh', async () => {
-      const before = { disk: disks(), mesh: await kept() };
+      const before = await settled();
       const next = file(`next-${count}`, { version: 1, mode: 'converged', resources: [app('a\nc\n'), { type: 'directory', id: 'new', path: '/srv/new' }] });
       const plan = await mesh.meshctl(['plan', next, '--all', '--diff']);
       expect(plan.code, plan.stderr).toBe(2);
@@ -92,7 +106,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl plan over
         if (Date.now() - started > 30_000) throw new Error('db-1 did not apply epoch 5');
         await new Promise((r) => setTimeout(r, 200));
       }
-      const before = { disk: disks(), mesh: await kept() };
+      const before = await settled();
       const older = file(`older-${count}`, { version: 1, mode: 'converged', resources: [app('a\nc\n')] });
       const plan = await mesh.meshctl(['plan', older, '--all', '--epoch', '1']);
       expect(plan.code, plan.stdout).toBe(6);
