@@ -42,6 +42,7 @@ const UNIT = [
   'test/store/save-slices.test.ts',
   'test/store/store.test.ts',
   'test/watch/footprint.test.ts',
+  'test/watch/units-left.test.ts',
 ];
 
 /**

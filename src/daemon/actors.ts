@@ -152,6 +152,7 @@ function watchersActor(parts: DaemonParts) {
       root: parts.options.paths.root,
       config: () => parts.now.config,
       kept: parts.kept,
+      unitsLeft: parts.now.unitsLeft,
       serviceManager: () => parts.now.serviceManager(),
       containerEngine: () => parts.now.containerEngine(),
       log: parts.options.log,
@@ -200,6 +201,8 @@ function applyWorker(parts: DaemonParts) {
     // Started inside the turn that kept the delivery: the loop is let go before the apply's own work.
     await letGo();
     markStep('worker');
+    // What an earlier apply left stands no longer: this one may end before its second look.
+    parts.now.unitsLeft = undefined;
     const started = clock.monotonic();
     const output = await parts.store
       .run(input.kind === 'refusals' ? 'refusal' : 'apply', async (s) => {

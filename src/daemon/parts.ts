@@ -1,3 +1,4 @@
+import type { UnitsLeft } from '../services/runtime.js';
 import type { LifecycleActor, LifecycleEvent } from '../../machines/lifecycle.js';
 import type { HostEnv } from '../apply/apply.js';
 import { connectionArchiveObjects } from '../archive/objects.js';
@@ -39,6 +40,16 @@ export interface DaemonOptions extends HostDeps {
   watchStalls?: boolean;
 }
 
+/** What a start reads again, and what the last apply left. */
+export interface DaemonNow {
+  config: HostConfig;
+  serviceManager: () => Promise<ManagerChoice>;
+  containerEngine: () => Promise<ContainerEngine>;
+  linkUp: boolean;
+  /** What the last apply saw of its units at its end: the unit watcher's baseline. Cleared when a piece of work starts. */
+  unitsLeft?: UnitsLeft | undefined;
+}
+
 /**
  * Everything the daemon's actors are made over, each part doing one job: the locked store (the one
  * writer's way in, and the peek), the kept declaration, the outbox, the link and its intake, metrics.
@@ -47,7 +58,7 @@ export interface DaemonOptions extends HostDeps {
  */
 export interface DaemonParts {
   options: DaemonOptions;
-  now: { config: HostConfig; serviceManager: () => Promise<ManagerChoice>; containerEngine: () => Promise<ContainerEngine>; linkUp: boolean };
+  now: DaemonNow;
   store: LockedStore;
   kept: RememberedKept;
   outbox: Outbox;
@@ -70,7 +81,7 @@ export interface DaemonParts {
 export async function daemonParts(options: DaemonOptions): Promise<DaemonParts> {
   const { paths, log, clock, runner } = options;
   const config = loadConfig(paths.configPath).config;
-  const now = { config, serviceManager: serviceManagerOnce(runner, config), containerEngine: engineOnce(config.containerSocket), linkUp: false };
+  const now: DaemonNow = { config, serviceManager: serviceManagerOnce(runner, config), containerEngine: engineOnce(config.containerSocket), linkUp: false };
   const store = new LockedStore(paths.stateDir, log);
   const kept = new RememberedKept(paths.stateDir);
   const outbox = new Outbox(paths.stateDir, config.outbox);
@@ -91,7 +102,7 @@ export async function daemonParts(options: DaemonOptions): Promise<DaemonParts> 
   });
   return {
     options, now, store, kept, outbox, link, intake, metrics, links, fitHeap: heapFitter(), lifecycle, status,
-    env: (s) => hostEnvironment({ paths, config: now.config, store: s, deps: options, serviceManager: now.serviceManager, outbox, archiveObjects: () => archiveObjects, facts: async () => ({ links: await links() }) }),
+    env: (s) => hostEnvironment({ paths, config: now.config, store: s, deps: options, serviceManager: now.serviceManager, outbox, archiveObjects: () => archiveObjects, unitsLeft: (left) => void (now.unitsLeft = left), facts: async () => ({ links: await links() }) }),
     heartbeat: () => heartbeatOf(status(), clock.monotonic() - startedAt),
     bind: (made) => void (actor = made),
   };

@@ -2,6 +2,7 @@ import type { HostConfig } from '../config/config.js';
 import type { Resource } from '../declaration/schema.js';
 import { reconcileSource, type KeptDeclaration } from '../host/kept.js';
 import type { ManagerChoice } from '../services/choose.js';
+import type { UnitsLeft } from '../services/runtime.js';
 import type { Store } from '../store/store.js';
 import type { StoreState } from '../store/state.js';
 import type { Logger } from '../system/log.js';
@@ -15,6 +16,8 @@ export interface WatchingDeps {
   root: string;
   config: () => HostConfig;
   kept: KeptDeclaration;
+  /** What the apply that just ended saw of its units at its end, if it had services. */
+  unitsLeft?: UnitsLeft | undefined;
   serviceManager: () => Promise<ManagerChoice>;
   /** The container engine, reached when the host made containers. */
   containerEngine: () => Promise<ContainerEngine>;
@@ -42,6 +45,7 @@ export function startWatching(deps: WatchingDeps): () => void {
   const watcher = watchHost({
     declared: () => lastDeclared(deps, state),
     records: state.records,
+    ...(deps.unitsLeft ? { unitsLeft: deps.unitsLeft } : {}),
     root: deps.root,
     serviceManager: async () => (await deps.serviceManager()).manager,
     containerEvents: async () => (await deps.containerEngine()).events,

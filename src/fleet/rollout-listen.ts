@@ -12,10 +12,10 @@ export interface Untrusted {
   reason: string;
 }
 
-type ReportSeen = Omit<Partial<ReportHeard>, 'deferred'> & { error?: { subjects?: Array<{ resource?: string }> }; steps?: unknown };
+type RawReport = Omit<Partial<ReportHeard>, 'deferred'> & { error?: { subjects?: Array<{ resource?: string }> }; steps?: unknown };
 
 function reportOf(value: unknown): ReportHeard | undefined {
-  const r = value as ReportSeen | undefined;
+  const r = value as RawReport | undefined;
   if (typeof r !== 'object' || r === null || typeof r.sequence !== 'number' || !['converged', 'failed', 'refused'].includes(r.outcome as string)) return undefined;
   const declaration = r.declaration && typeof r.declaration.sequence === 'number' ? { ...(typeof r.declaration.epoch === 'number' ? { epoch: r.declaration.epoch } : {}), sequence: r.declaration.sequence } : null;
   // A refusal names its resource among its subjects when it has no resource of its own.

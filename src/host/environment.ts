@@ -5,7 +5,7 @@ import type { ArchiveObjectsProvider } from '../archive/objects.js';
 import type { HandlerTable } from '../resources/converge.js';
 import { BASE_HANDLERS } from '../resources/handlers.js';
 import { lazyHandler, pathShape } from '../resources/types.js';
-import { SERVICE_SHAPE } from '../services/runtime.js';
+import { SERVICE_SHAPE, type ServiceRuntime, type UnitsLeft } from '../services/runtime.js';
 import { CONTAINER_SHAPE } from '../containers/spec.js';
 import { engineOnce } from '../containers/connect.js';
 import { withBuildFault } from '../release/fault.js';
@@ -49,6 +49,8 @@ export interface HandlerParts {
   serviceManager?: () => Promise<ManagerChoice>;
   /** The pause between a unit's two looks (default 1.5 s). */
   verifyPauseMs?: number;
+  /** Told what each apply with services last saw of its units (the daemon's unit watcher starts from it). */
+  unitsLeft?: (left: UnitsLeft) => void;
   /** Bounds of what an archive may unpack to, and of the kept archives (defaults: 1 GiB each). */
   archiveLimits?: Partial<ArchiveLimits>;
   /** The mesh's archive store, asked at each apply; none without a link. */
@@ -63,7 +65,7 @@ export interface HandlerParts {
  * (node-tar) load only when an apply has resources of theirs.
  */
 export function hostHandlers(parts: HandlerParts): HandlerTable {
-  const services = { manager: parts.serviceManager ?? noServiceManager, clock: parts.clock, pauseMs: parts.verifyPauseMs ?? DEFAULTS.verifyPauseMs };
+  const services: ServiceRuntime = { manager: parts.serviceManager ?? noServiceManager, clock: parts.clock, pauseMs: parts.verifyPauseMs ?? DEFAULTS.verifyPauseMs, ...(parts.unitsLeft ? { onLeft: parts.unitsLeft } : {}) };
   const archives = { stateDir: parts.stateDir, limits: { ...DEFAULT_ARCHIVE_LIMITS, ...parts.archiveLimits }, objects: parts.archiveObjects ?? (() => undefined), clock: parts.clock };
   return withBuildFault({
     ...BASE_HANDLERS,
@@ -87,6 +89,8 @@ export interface HostEnvInput {
   facts?: () => Promise<Partial<Facts>>;
   /** The mesh's archive store, asked at each apply; none (or absent) without a link. */
   archiveObjects?: () => ArchiveObjectsProvider | undefined;
+  /** Told what each apply with services last saw of its units. */
+  unitsLeft?: (left: UnitsLeft) => void;
 }
 
 /** The one way the host's environment for an apply is built, by a command and by the daemon alike. */
@@ -108,6 +112,7 @@ export function hostEnvironment(input: HostEnvInput): HostEnv {
       verifyPauseMs: config.verifyPauseMs,
       ...(config.archiveLimits ? { archiveLimits: config.archiveLimits } : {}),
       ...(input.archiveObjects ? { archiveObjects: input.archiveObjects } : {}),
+      ...(input.unitsLeft ? { unitsLeft: input.unitsLeft } : {}),
       ...(config.containerSocket ? { containerSocket: config.containerSocket } : {}),
     }),
     serviceManager: input.serviceManager,

@@ -109,6 +109,7 @@ export function serviceHandler(host: ServiceRuntime): ResourceHandler<ServiceRes
       const runtime = applies.get(ctx);
       if (!runtime) return undefined;
       const failures = await secondLook(runtime);
+      host.onLeft?.(new Map(runtime.states));
       const seen = runtime.verified;
       return { failures, ...(seen ? { said: [`second look at ${seen.units.join(', ')} after a pause of ${seen.pausedMs} ms (verifying took ${seen.tookMs} ms)`] } : {}) };
     },

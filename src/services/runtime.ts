@@ -9,7 +9,15 @@ export interface ServiceRuntime {
   manager: () => Promise<ManagerChoice>;
   clock: Clock;
   pauseMs: number;
+  /**
+   * Told at the end of each apply that had services, once its second look is done: what the apply last
+   * saw of every unit it read. The unit watcher compares its first look with it (see watchUnits).
+   */
+  onLeft?: (left: UnitsLeft) => void;
 }
+
+/** The units as an apply last saw them, by unit. */
+export type UnitsLeft = ReadonlyMap<string, UnitState>;
 
 /**
  * Where a service sits (its unit), and that services stop before the files they read are removed (the

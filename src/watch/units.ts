@@ -18,6 +18,13 @@ export interface UnitWatchOptions {
   /** The services the mesh asked to run. */
   units: readonly string[];
   probe: UnitProbe;
+  /**
+   * What the apply that just ended last saw of each unit (its second look, or its plan's read of a unit
+   * it left alone). The first look is compared with it: a unit the apply left running and found down
+   * (or restarted) since is news, however short the moment between the apply's look and the watcher's.
+   * A unit not in it (or no apply at all) is taken as the first look finds it.
+   */
+  left?: ReadonlyMap<string, UnitLook>;
   /** Between two looks (default 2 s: a unit that leaves running is noticed well within 5 s). */
   intervalMs?: number;
   onFound(found: Finding[]): void;
@@ -40,14 +47,16 @@ export function unitChange(unit: string, before: UnitLook, now: UnitLook | undef
 /**
  * Watches the units the mesh asked to run, between applies, by one batched look every couple of
  * seconds: a unit that leaves running (crashed, stopped by hand, restarted by its manager) is said
- * once, and the watcher asks for a reconcile. The first look is the baseline: the apply that just ended
- * looked at the units itself, so what it left is not news (and a unit that cannot be kept running does
- * not become a loop of reconciles).
+ * once, and the watcher asks for a reconcile. The first look is compared with what the apply that just
+ * ended saw of each unit at its end: a unit it left running that is down by the first look was stopped in
+ * between, and is said. A unit the apply could not keep running was down when the apply looked, so it is
+ * not news again (it does not become a loop of reconciles).
  */
 export function watchUnits(options: UnitWatchOptions): Watcher {
   const { units, probe, log } = options;
   let closed = false;
-  let last: Map<string, UnitLook> | undefined;
+  let last: ReadonlyMap<string, UnitLook> | undefined = options.left;
+  let watching = false;
   let timer: NodeJS.Timeout | undefined;
   const look = async () => {
     if (closed) return;
@@ -63,9 +72,11 @@ export function watchUnits(options: UnitWatchOptions): Watcher {
         }
         if (found.length > 0) options.onFound(found);
       }
-      const first = last === undefined;
       last = now;
-      if (first) options.onWatching?.();
+      if (!watching) {
+        watching = true;
+        options.onWatching?.();
+      }
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'watch: the units could not be looked at; trying again');
     }

@@ -5,7 +5,7 @@ import type { Logger } from '../system/log.js';
 import type { Finding, Watcher } from './finding.js';
 import { watchFootprint, type Owned } from './footprint.js';
 import { unitProbe } from './probes.js';
-import { watchUnits } from './units.js';
+import { watchUnits, type UnitLook } from './units.js';
 import { watchContainers, type ContainerEvents } from './containers.js';
 
 export interface HostWatchInput {
@@ -15,6 +15,8 @@ export interface HostWatchInput {
    * footprint's first look is taken at once, before anyone could have changed what the apply left.
    */
   declared: () => Promise<readonly Resource[]>;
+  /** What the apply that just ended last saw of its units: the unit watcher's first look is compared with it. */
+  unitsLeft?: ReadonlyMap<string, UnitLook>;
   /** The footprint: what the host owns on the machine. */
   records: Readonly<Record<string, ResourceRecord>>;
   /** Where the declared paths are (`--root`). */
@@ -76,7 +78,7 @@ export function watchHost(input: HostWatchInput): HostWatcher {
     watched().then(
       ({ units, manager }) => {
         if (closed || !manager) return;
-        watchers.push(watchUnits({ units, probe: unitProbe(manager, input.managerRoot ?? '/'), onFound: input.onFound, onWatching: () => input.onUnitsWatched?.(units), log: input.log, ...(input.unitIntervalMs ? { intervalMs: input.unitIntervalMs } : {}) }));
+        watchers.push(watchUnits({ units, probe: unitProbe(manager, input.managerRoot ?? '/'), ...(input.unitsLeft ? { left: input.unitsLeft } : {}), onFound: input.onFound, onWatching: () => input.onUnitsWatched?.(units), log: input.log, ...(input.unitIntervalMs ? { intervalMs: input.unitIntervalMs } : {}) }));
       },
       (err: Error) => input.log.warn({ err: err.message }, 'watch: no service manager to watch the units with'),
     );

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Resource } from '../../src/declaration/schema.js';
 import { declaration, reportOf, testHost, type TestHost } from '../support/host.js';
 import { FakeSystemd, fakeClock } from '../support/fake-systemd.js';
+import type { UnitState } from '../../src/services/manager.js';
 
 let host: TestHost;
 afterEach(() => host?.cleanup());
@@ -26,6 +27,29 @@ describe('a service is still running a moment later (the second look)', () => {
     expect(report.error?.resource).toBe('f2b');
     expect(report.error?.message).toMatch(/^jail\.service was running at the first look and is not at the second \(ActiveState=failed, SubState=failed, Result=exit-code, seen 1500 ms after the start\)$/);
     expect(report.steps[0]!.status).toBe('failed');
+  });
+
+  it('an apply tells what it last saw of each unit: the restarted one at its second look, the one left alone at the plan\'s read, the one that died as it died', async () => {
+    const clock = fakeClock();
+    const systemd = new FakeSystemd(clock);
+    systemd.define('kept.service', { kind: 'stays' }, { running: true });
+    systemd.define('restarted.service', { kind: 'stays' }, { running: true });
+    systemd.define('dies.service', { kind: 'dies', afterMs: 220 });
+    const told: Array<ReadonlyMap<string, UnitState>> = [];
+    host = testHost({ kinds: { clock, verifyPauseMs: 1500, serviceManager: async () => ({ manager: systemd, reason: 'fake' }), unitsLeft: (left) => told.push(left) } });
+    host.env.clock = clock;
+    const resources = (content: string) => [file('conf', '/etc/r.conf', content), svc('kept', 'kept.service'), svc('restarted', 'restarted.service', { restartOn: ['conf'] }), svc('dies', 'dies.service')];
+    reportOf(await host.apply(declaration(resources('v1'))));
+    expect(told).toHaveLength(1);
+    const left = told[0]!;
+    expect(left.get('kept.service')).toMatchObject({ activeState: 'active', invocationId: 'inv-1' });
+    // Restarted by this apply (its file is new): its new invocation, as the second look saw it.
+    expect(left.get('restarted.service')).toMatchObject({ activeState: 'active', invocationId: 'inv-2' });
+    // Started, then dead by the second look: the watcher is not to take it as left running.
+    expect(left.get('dies.service')).toMatchObject({ activeState: 'failed' });
+    // A plan that is not applied tells nothing.
+    await host.apply(declaration(resources('v2'), { sequence: 2 }), { dryRun: true });
+    expect(told).toHaveLength(1);
   });
 
   it('a unit still starting at both looks is accepted', async () => {

@@ -60,4 +60,36 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the unit watcher 
       watcher.close();
     }
   });
+
+  it('a unit the apply left running and killed before the watcher\'s first look is said at that first look; one the apply left failed is not', async () => {
+    await unit('gap', 'Restart=no');
+    await unit('born-broken', 'Restart=no');
+    const manager = systemdManager(box.container.runner);
+    const units = ['gap.service', 'born-broken.service'];
+    const stop = await box.container.exec('systemctl', ['kill', '--kill-whom=main', '-s', 'KILL', 'born-broken.service']);
+    expect(stop.code, stop.stderr).toBe(0);
+    const settled = async (name: string, state: string) => {
+      for (const deadline = Date.now() + 15_000; (await manager.query([name])).get(name)?.activeState !== state; await new Promise((r) => setTimeout(r, 50))) {
+        if (Date.now() > deadline) throw new Error(`${name} never became ${state}`);
+      }
+    };
+    await settled('born-broken.service', 'failed');
+    // What an apply's second look would have seen: gap running, born-broken failed.
+    const left = await manager.query(units);
+    expect(left.get('gap.service')?.activeState).toBe('active');
+    // Killed in the moment between that look and the watcher's first, and systemd has said so before the watcher looks.
+    const kill = await box.container.exec('systemctl', ['kill', '--kill-whom=main', '-s', 'KILL', 'gap.service']);
+    expect(kill.code, kill.stderr).toBe(0);
+    await settled('gap.service', 'failed');
+    const found: Finding[] = [];
+    let watching!: () => void;
+    const watched = new Promise<void>((resolve) => (watching = resolve));
+    const watcher = watchUnits({ units, left, probe: unitProbe(manager, `/proc/${box.container.initPid}/root`), onFound: (f) => found.push(...f), onWatching: () => watching(), log: silentLogger() });
+    try {
+      await watched;
+      expect(found).toEqual([{ kind: 'unit', target: 'gap.service', message: 'gap.service was failed' }]);
+    } finally {
+      watcher.close();
+    }
+  });
 });
