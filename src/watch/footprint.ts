@@ -88,15 +88,16 @@ export interface FootprintWatcher extends Watcher {
  *
  * The watcher starts right after an apply: the apply's own writes are the baseline, never news. The
  * folders are watched first, then the first look is taken off the event loop (10,000 lstats hold it for
- * none of their time). A path heard of before its first look was taken may hold an edit in that look:
- * it is said as drift whatever the look shows, so no edit made after the apply becomes the baseline.
+ * none of their time). A path heard of before the whole first look is done may hold an edit in its look
+ * (the lstat may run just after the edit, and its answer come before the edit's event): it is said as
+ * drift whatever the look shows, so no edit made after the apply becomes the baseline.
  */
 export function watchFootprint(options: FootprintWatchOptions): FootprintWatcher {
   const real = realPaths(options.root);
   const byFolder = foldersOf(options.owned, real);
   const last = new Map<string, Look | undefined>();
   let closed = false;
-  /** Paths named by an event before their first look: that look may already hold the change. */
+  /** Paths named by an event before the first look was done: their look may already hold the change. */
   const heardEarly = new Set<Owned>();
   let firstLookDone = false;
   const dirty = new Set<Owned>();
@@ -129,24 +130,30 @@ export function watchFootprint(options: FootprintWatchOptions): FootprintWatcher
     const owned = name ? names.get(name) : undefined;
     if (owned) {
       dirty.add(owned);
-      if (!last.has(owned.target)) heardEarly.add(owned);
+      if (!firstLookDone) heardEarly.add(owned);
     }
     // A directory's own change, or an event without a name (the folder itself): look at all it holds.
     const self = names.get('');
     if (self) dirty.add(self);
     if (!name) for (const o of names.values()) {
       dirty.add(o);
-      if (!last.has(o.target)) heardEarly.add(o);
+      if (!firstLookDone) heardEarly.add(o);
     }
     // A folder such as /etc hears much that is not the host's: only a path it owns starts a look.
     schedule();
   };
 
   const watchers = watchFolders(byFolder, heard, (owned) => dirty.add(owned), options.log);
-  const lookFirst = () => lookAtAll(options.owned, real, (owned, look) => void last.set(owned.target, look), () => closed).then(() => {
-    firstLookDone = true;
-    schedule();
-  });
+  // Done one turn after the last lstat's answer: an edit made before an lstat read it was queued by inotify
+  // before that answer came, so its event is heard in the same poll of the loop, before this turn, and
+  // counted as heard early, never compared with a look that may already hold it.
+  const lookFirst = () =>
+    lookAtAll(options.owned, real, (owned, look) => void last.set(owned.target, look), () => closed)
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      .then(() => {
+        firstLookDone = true;
+        schedule();
+      });
   // A first look put off is safe: every change from now on is heard, and a path heard before its look is drift whatever the look shows.
   let startLooking: (() => void) | undefined;
   const later = options.firstLookAfterMs ? new Promise<void>((resolve) => (startLooking = resolve)) : undefined;
