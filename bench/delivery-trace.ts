@@ -31,7 +31,8 @@ if (file) {
     if (step === 'read') delivery.reads++;
     if (again) delivery.at[step] = at;
     else delivery.at[step] ??= at;
-    if (step === 'removed') {
+    // The sender starts once the head is renamed, beside the worker's end: a delivery is whole with both.
+    if (delivery.at.removed !== undefined && delivery.at.done !== undefined) {
       open.splice(open.indexOf(delivery), 1);
       appendFileSync(file, `${JSON.stringify(delivery)}\n`);
     }

@@ -23,18 +23,19 @@ const STRETCHES: Array<[Instant, Instant, string]> = [
   ['planned', 'applied', 'the apply (nothing to change: it does not wait for `declared.json`, which only a change would)'],
   ['applied', 'reported', "the report made (the links' facts)"],
   ['reported', 'outboxed', "the report written to the outbox durably (and its whole copy), the store's head written and fsynced beside it, the entry renamed once `declared.json` is durable too"],
-  ['outboxed', 'saved', "the head's rename (the commit) and its directory's fsync"],
-  ['saved', 'unlocked', 'the lock let go'],
-  ['unlocked', 'done', "the metrics' file written"],
-  ['done', 'sending', 'the lifecycle takes the worker\'s output and starts the sender'],
+  ['outboxed', 'committed', "the head's rename (the commit), once the entry is durable"],
+  ['committed', 'sending', 'the lifecycle told the report may leave; it starts the sender'],
   ['sending', 'signed', 'the outbox entry read back, fitted and signed'],
   ['signed', 'heard', 'the JetStream publish until the control side hears the report (both clocks)'],
 ];
 
-/** After the report is heard, overlapping the next delivery. */
+/** Beside the sender (the worker's end), and after the report is heard, overlapping the next delivery. */
 const AFTER: Array<[Instant, Instant, string]> = [
+  ['committed', 'saved', "the head's directory fsync, which makes the rename durable (beside the sender)"],
+  ['saved', 'unlocked', 'the lock let go'],
+  ['unlocked', 'done', "the metrics' file written"],
   ['heard', 'acknowledged', "the stream's acknowledgement back at the daemon (both clocks)"],
-  ['acknowledged', 'removed', "the report removed from the outbox (its durability rides on the next report's directory fsync)"],
+  ['acknowledged', 'removed', "the report removed from the outbox once the save that counts it ended (its durability rides on the next report's directory fsync)"],
 ];
 
 /**

@@ -63,13 +63,19 @@ export async function keepReport(env: HostEnv, report: Report, speaks: boolean, 
   // Awaited by the renames below, or by none of them when nothing is written: never left unhandled.
   durable?.catch(() => undefined);
   // The two writes go to the disk together; only the store's commit (its head's rename) waits for the outbox's.
+  let entered = false;
   const outboxed = speaks && env.outbox
     ? env.outbox.addAsync(report, durable).then(
-      () => void markStep('outboxed'),
+      () => void ((entered = true), markStep('outboxed')),
       (err: unknown) => `the report could not be kept in the outbox (${code(err)}): the mesh will not hear of this apply`,
     )
     : undefined;
-  const saved = await env.store.saveAsync(durable ? Promise.all([outboxed, durable]) : outboxed).then(
+  // Once the head that counts the report is renamed, the report may leave while the rename is made
+  // durable; its removal, once acknowledged, waits for the save to end (see Outbox.countedBy).
+  const committed = () => void (entered && (markStep('committed'), env.outbox?.committed(report.sequence)));
+  const saving = env.store.saveAsync(durable ? Promise.all([outboxed, durable]) : outboxed, committed);
+  if (outboxed) env.outbox?.countedBy(saving);
+  const saved = await saving.then(
     () => void markStep('saved'),
     (err: unknown) => `the store could not be saved (${code(err)}): the machine holds what was applied, the record on disk is the one before this apply`,
   );

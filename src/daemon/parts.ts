@@ -104,7 +104,11 @@ export async function daemonParts(options: DaemonOptions): Promise<DaemonParts> 
     options, now, store, kept, outbox, link, intake, metrics, links, fitHeap: heapFitter(), lifecycle, status,
     env: (s) => hostEnvironment({ paths, config: now.config, store: s, deps: options, serviceManager: now.serviceManager, outbox, archiveObjects: () => archiveObjects, unitsLeft: (left) => void (now.unitsLeft = left), facts: async () => ({ links: await links() }) }),
     heartbeat: () => heartbeatOf(status(), clock.monotonic() - startedAt),
-    bind: (made) => void (actor = made),
+    bind: (made) => {
+      actor = made;
+      // A report whose head is renamed leaves at once, while the worker makes the rename durable and lets go of the lock.
+      outbox.whenCommitted((sequence) => made.send({ type: 'REPORT_MADE', report: { sequence } }));
+    },
   };
 }
 

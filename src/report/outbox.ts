@@ -46,6 +46,10 @@ export class Outbox {
   /** Removals made, and how many of them a fsync of the directory has made durable. */
   private removals = 0;
   private flushed = 0;
+  /** The store's save that counts the newest report: no removal is made before it has ended (see counted()). */
+  private saving: Promise<unknown> = Promise.resolve();
+  /** Told of a report that may be sent now (see whenCommitted). */
+  private sendable: ((sequence: number) => void) | undefined;
 
   constructor(stateDir: string, bounds: Partial<OutboxBounds> = {}) {
     this.dir = join(stateDir, OUTBOX_DIR);
@@ -120,6 +124,29 @@ export class Outbox {
     return JSON.parse(readFileSync(join(this.fullDir, nameOf(wanted)), 'utf8')) as Report;
   }
 
+  /**
+   * The store's save that counts a report just written here: an acknowledged report's removal waits
+   * for it to end, so that no power cut can leave a head that has not counted a report the outbox no
+   * longer holds (its sequence would be spent again, and the stream drop the new report as a duplicate).
+   */
+  countedBy(save: Promise<unknown>): void {
+    this.saving = save.catch(() => undefined);
+  }
+
+  /**
+   * Who is told of a report that may be sent before its store's save ends: its entry durable and the
+   * head that counts it renamed, though that rename is not yet durable (a power cut then leaves the old
+   * head and the entry, which the next start counts and sends again under the same message id).
+   */
+  whenCommitted(sendable: (sequence: number) => void): void {
+    this.sendable = sendable;
+  }
+
+  /** The entry of this report is durable and the head that counts it renamed: it may be sent. */
+  committed(sequence: number): void {
+    this.sendable?.(sequence);
+  }
+
   /** Report sequences waiting, oldest first. */
   pending(): number[] {
     return sequencesIn(this.dir);
@@ -151,9 +178,11 @@ export class Outbox {
    * next report's write or flush(), not by one of its own: that fsync waited on the disk beside the next
    * delivery's writes. A power cut before it sends the report again with its message id, as a crash
    * between the acknowledgement and the removal always could: the stream stores it once within its
-   * duplicate window, and after it the same report again, never a lost one.
+   * duplicate window, and after it the same report again, never a lost one. It is made only once the
+   * store's save that counts the newest report has ended (countedBy): that report may be sent first.
    */
   async remove(sequence: number): Promise<void> {
+    await this.saving;
     try {
       await unlink(join(this.dir, nameOf(sequence)));
       this.removals++;

@@ -186,9 +186,10 @@ export class Store {
    * is a write that must be durable before the head is (the report the head counts, in the outbox):
    * the journal's line and the head's temporary are written and fsynced beside it, and the head's
    * rename, the commit, waits for it. If it rejects, nothing is committed and the save rejects: the
-   * head on disk is the one before.
+   * head on disk is the one before. `committed` is told once the head is renamed, before the rename is
+   * durable (its directory's fsync, which this then waits for).
    */
-  async saveAsync(commitAfter?: Promise<unknown>): Promise<void> {
+  async saveAsync(commitAfter?: Promise<unknown>, committed?: () => void): Promise<void> {
     // Not awaited when there is nothing to write: its rejection is then nobody's.
     commitAfter?.catch(() => undefined);
     const plan = this.prepareSave();
@@ -196,7 +197,7 @@ export class Store {
     // Every record in one line is 10,000 records stringified (held a daemon's loop 150-700 ms): made in slices.
     if (plan.kind === 'generation') await startGenerationAsync(this.stateDir, plan.mark.generation, measured(plan, await wholeLineInSlices(plan.records)));
     else if (plan.kind === 'append') plan.mark.length = await appendLineAsync(this.stateDir, this.mark!, plan.line);
-    await writeDurablyAsync(join(this.stateDir, STATE_FILE), this.headBytes(plan.mark), 0o600, commitAfter);
+    await writeDurablyAsync(join(this.stateDir, STATE_FILE), this.headBytes(plan.mark), 0o600, commitAfter, committed);
     this.afterSave(plan);
     if (this.pendingIntents.length === 0) await this.intents.clearAsync(false);
     this.runWhenSaved();

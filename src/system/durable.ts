@@ -56,8 +56,9 @@ export function writeDurably(target: string, bytes: Uint8Array, mode = 0o600): v
  * report it counts), `renameAfter` is that write: the temporary is written and fsynced beside it, and
  * the rename waits for it; if it rejects, nothing is renamed, the temporary is removed and this rejects
  * with its error (a caller that renames however the other write ends passes a promise that resolves).
+ * `renamed` is told once the rename is made, before the directory's fsync makes it durable.
  */
-export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode = 0o600, renameAfter?: Promise<unknown>): Promise<void> {
+export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode = 0o600, renameAfter?: Promise<unknown>, renamed?: () => void): Promise<void> {
   const dir = dirname(target);
   // Its rejection is this write's, awaited once the temporary is durable: not an unhandled one meanwhile.
   renameAfter?.catch(() => undefined);
@@ -66,7 +67,7 @@ export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode 
   // threads each cost a thread's wake-up and a turn of the loop, milliseconds on a loaded machine, eight
   // of them a write. Only the waits for the disk (the fsyncs) and a large write go there.
   let fd: number | undefined = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
-  let renamed = false;
+  let done = false;
   try {
     await writeAll(fd, bytes);
     await fsyncOf(fd);
@@ -74,10 +75,11 @@ export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode 
     fd = undefined;
     await renameAfter;
     renameSync(temporary, target);
-    renamed = true;
+    done = true;
+    renamed?.();
     await fsyncDirectoryAsync(dir);
   } catch (err) {
-    if (!renamed) {
+    if (!done) {
       if (fd !== undefined) closeQuietly(fd);
       try {
         unlinkSync(temporary);

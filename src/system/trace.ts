@@ -17,6 +17,7 @@ export type DeliveryStep =
   | 'applied'
   | 'reported'
   | 'outboxed'
+  | 'committed'
   | 'saved'
   | 'unlocked'
   | 'done'
