@@ -89,3 +89,69 @@ describe('the kept declaration is durable before the machine is touched, and bef
     expect(h.env.store.state.foundFirewall).toBeUndefined();
   });
 });
+
+/** A host with an outbox, as the daemon's worker has one, that applied nothing yet. */
+function hostWithOutbox(): TestHost & { env: { outbox: Outbox } } {
+  const h = testHost();
+  hosts.push(h);
+  h.env.outbox = new Outbox(h.stateDir);
+  return h as TestHost & { env: { outbox: Outbox } };
+}
+
+/** The store's saves held open once written (until `release`), as a slow directory fsync would hold them. */
+function holdSaves(h: TestHost): { release: () => void; ended: () => boolean } {
+  const store = h.env.store;
+  const save = store.saveAsync.bind(store);
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let ended = false;
+  store.saveAsync = async (...args) => {
+    await save(...args);
+    await gate;
+    ended = true;
+  };
+  return { release, ended: () => ended };
+}
+
+describe('a report leaves once its head is renamed; its removal waits for the save that counts it', () => {
+  it('the outbox tells of a report only once its entry is on disk and the head on disk counts it', async () => {
+    const h = hostWithOutbox();
+    const told: Array<{ sequence: number; pending: number[]; head: number }> = [];
+    h.env.outbox.whenCommitted((sequence) => told.push({ sequence, pending: h.env.outbox.pending(), head: headOnDisk(h).reportSequence }));
+    expect((await h.apply(declaration(FILES), { trigger: 'delivery' })).kind).toBe('applied');
+    expect((await h.apply(declaration(FILES, { sequence: 2 }), { trigger: 'delivery' })).kind).toBe('applied');
+    expect(told).toEqual([
+      { sequence: 1, pending: [1], head: 1 },
+      { sequence: 2, pending: [1, 2], head: 2 },
+    ]);
+  });
+
+  it("an acknowledged report told before its save ended is removed only once that save ended", async () => {
+    const h = hostWithOutbox();
+    const held = holdSaves(h);
+    let removal: Promise<'removed'> | undefined;
+    h.env.outbox.whenCommitted((sequence) => (removal = h.env.outbox.remove(sequence).then(() => 'removed' as const)));
+    const applying = h.apply(declaration(FILES), { trigger: 'delivery' });
+    while (removal === undefined) await new Promise((r) => setImmediate(r));
+    // An unlink takes microseconds: a removal that did not wait would be done long before this.
+    const early = await Promise.race([removal, new Promise<'held'>((r) => setTimeout(() => r('held'), 200))]);
+    expect(early).toBe('held');
+    expect(held.ended()).toBe(false);
+    expect(h.env.outbox.pending()).toEqual([1]);
+    held.release();
+    expect(await removal).toBe('removed');
+    expect(held.ended()).toBe(true);
+    expect(h.env.outbox.pending()).toEqual([]);
+    expect((await applying).kind).toBe('applied');
+  });
+
+  it('a report whose entry could not be written is never told: the head is committed without it', async () => {
+    const h = hostWithOutbox();
+    const told: number[] = [];
+    h.env.outbox.whenCommitted((sequence) => told.push(sequence));
+    h.env.outbox.addAsync = () => Promise.reject(Object.assign(new Error('no space'), { code: 'ENOSPC' }));
+    await h.apply(declaration(FILES), { trigger: 'delivery' });
+    expect(headOnDisk(h).reportSequence).toBe(1);
+    expect(told).toEqual([]);
+  });
+});
