@@ -12,9 +12,12 @@
  * The hosts' folder holds `node-keys.json` (node → seed) and `account.json` (the account's public key and
  * its signing seed); each host's credentials are issued into it at start. Says "creds N" once its credentials are issued, then "up N" as hosts come up (N
  * more connected and listening since it last said), twice a second. Hosts connect SCALE_CONNECTING at
- * a time (default 100): a fleet's restarts are spread.
+ * a time (default 100): a fleet's restarts are spread. SCALE_WORKER_PROFILE=DIR: the process's CPU profile
+ * from its last host up to its last host's first report acknowledged (the reporting phase alone) goes
+ * to DIR/worker-FIRST.cpuprofile, its user and system CPU over that phase to DIR/worker-FIRST.cpu.json.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { LinkSession } from '../src/link/session.js';
 import { systemClock } from '../src/system/clock.js';
@@ -73,6 +76,7 @@ function startHost(node: string, onUp: () => void): void {
           for (;;) {
             try {
               await session.publishReport(report.sequence, message);
+              if (report.sequence === 1) void reported();
               return;
             } catch {
               await new Promise((r) => setTimeout(r, 500));
@@ -96,9 +100,39 @@ function startHost(node: string, onUp: () => void): void {
   void session.open();
 }
 
+/** The reporting phase's profile (SCALE_WORKER_PROFILE): begun when every host is up, ended at the last first report. */
+function profiler(dir: string | undefined): { allUp: () => Promise<void>; reported: () => Promise<void> } {
+  if (!dir) return { allUp: async () => {}, reported: async () => {} };
+  const inspector = new Session();
+  let first = 0;
+  let since = process.cpuUsage();
+  return {
+    allUp: async () => {
+      since = process.cpuUsage();
+      inspector.connect();
+      await inspector.post('Profiler.enable');
+      await inspector.post('Profiler.start');
+    },
+    reported: async () => {
+      if (++first < hosts) return;
+      const { user, system } = process.cpuUsage(since);
+      const { profile } = await inspector.post('Profiler.stop');
+      writeFileSync(join(dir, `worker-${nodes[0]}.cpuprofile`), JSON.stringify(profile));
+      // The phase's CPU split: the host's own code and the kernel's (its sockets' reads and writes).
+      writeFileSync(join(dir, `worker-${nodes[0]}.cpu.json`), JSON.stringify({ hosts, userMs: user / 1000, systemMs: system / 1000 }));
+    },
+  };
+}
+const { allUp, reported } = profiler(process.env.SCALE_WORKER_PROFILE);
+
 await issueAll();
 process.stdout.write(`creds ${hosts}\n`);
-const countUp = upReporter(hosts);
+let up = 0;
+const counted = upReporter(hosts);
+const countUp = () => {
+  counted();
+  if (++up === hosts) void allUp();
+};
 const connectingAtOnce = Number(process.env.SCALE_CONNECTING ?? 100);
 let connecting = 0;
 let slotFreed: () => void = () => {};
