@@ -45,7 +45,7 @@ export function scaleIntro(perProcess: number, putsInFlight: number, statusRuns:
     "and its own credentials (a user JWT issued by the account's signing key with the host's permissions, by the",
     'function `meshctl node-creds` uses), and is what the mesh sees of a host: its own connection through the',
     "host's link session (a subscription to its key's subject and a direct get of the key, the one-minute re-read,",
-    "a heartbeat every 30 s, status, inventory and plan answers), the declaration's signature and schema checked as a host",
+    "a heartbeat every 30 s, the connection's ping every 10 s, status, inventory and plan answers), the declaration's signature and schema checked as a host",
     "checks them, and a report in the real sent shape (the product's `sentReport` and `fitReport`), signed with its own",
     "node key by the link's `publishReport`, published with its message id and acknowledged by the stream.",
     `${n(perProcess)} hosts a worker process. Left out, because it is the host's own disk and not the mesh's cost: the`,
