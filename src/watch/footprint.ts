@@ -127,18 +127,16 @@ export function watchFootprint(options: FootprintWatchOptions): FootprintWatcher
   };
   const heard = (folder: string, name: string | null) => {
     const names = byFolder.get(folder)!;
+    const mark = (o: Owned) => {
+      dirty.add(o);
+      if (!firstLookDone) heardEarly.add(o);
+    };
     const owned = name ? names.get(name) : undefined;
-    if (owned) {
-      dirty.add(owned);
-      if (!firstLookDone) heardEarly.add(owned);
-    }
+    if (owned) mark(owned);
     // A directory's own change, or an event without a name (the folder itself): look at all it holds.
     const self = names.get('');
     if (self) dirty.add(self);
-    if (!name) for (const o of names.values()) {
-      dirty.add(o);
-      if (!firstLookDone) heardEarly.add(o);
-    }
+    if (!name) for (const o of names.values()) mark(o);
     // A folder such as /etc hears much that is not the host's: only a path it owns starts a look.
     schedule();
   };
