@@ -26,6 +26,7 @@ const UNIT = [
   'test/fleet/rows.test.ts',
   'test/inventory/verdicts.test.ts',
   'test/archive/arrival.test.ts',
+  'test/bench/scale-page.test.ts',
   'test/link/notices.test.ts',
   'test/link/numbering-marks.test.ts',
   'test/link/report-trust.test.ts',

@@ -100,6 +100,7 @@ export function scaleAnalysis(rows: Figures[]): string[] {
   const lines = done.map((f) => `- **${n(f.hosts)} hosts on ${where(f)}: all reported in ${fmt(f.allReportedS)} s** (target ${REPORT_TARGET_S} s: ${f.allReportedS <= REPORT_TARGET_S ? 'met' : 'missed'}); \`meshctl status\` ${fmt(median(f.status.map((s) => s.s)))} s (target ${STATUS_TARGET_S} s: ${median(f.status.map((s) => s.s)) <= STATUS_TARGET_S ? 'met' : 'missed'}).`);
   for (const f of rows.filter((r) => r.failed)) lines.push(`- ${n(f.hosts)} hosts on ${where(f)} did not finish: ${f.failed}.`);
   if (done.length) lines.push(`- Who used the CPU from the first put to the last report: ${done.map(limitOf).join('; ')}.`);
+  for (const f of done.filter((r) => r.pinned)) lines.push(pinnedLimit(f));
   const single = done.filter((r) => r.servers === 1 && !r.pinned).sort((a, b) => a.hosts - b.hosts);
   const [lo, hi] = [single[0], single.at(-1)];
   if (lo && hi && hi.hosts > lo.hosts) {
@@ -108,3 +109,20 @@ export function scaleAnalysis(rows: Figures[]): string[] {
   }
   return lines;
 }
+
+/**
+ * A pinned run names the limit from each core's own load: the simulated hosts alone on core 1, the servers and the
+ * control side on core 0. What one more core would buy is the busier side's CPU spread over two cores, the other
+ * side's left as it was: an estimate from the measured seconds, not a run.
+ */
+function pinnedLimit(f: Figures): string {
+  const c = f.reportCpu;
+  const hostsCore = c.hosts / f.allReportedS;
+  const otherCore = (c.server + c.control) / f.allReportedS;
+  const hostsBound = hostsCore >= otherCore;
+  const withOneMore = Math.max(hostsBound ? c.hosts / 2 : c.hosts, hostsBound ? c.server + c.control : (c.server + c.control) / 2, f.putS);
+  const limit = hostsBound ? 'the simulated hosts are the limit' : 'the servers and the control side are the limit';
+  return `- Pinned, ${n(f.hosts)} hosts: the hosts' core was ${pct(hostsCore)} busy (${fmt(c.hosts)} s of CPU in ${fmt(f.allReportedS)} s), the servers' and control side's core ${pct(otherCore)} (${fmt(c.server + c.control)} s), so ${limit}, measured. One more core for ${hostsBound ? 'the hosts' : 'the servers'} would spread their ${fmt(hostsBound ? c.hosts : c.server + c.control)} s over two: about ${fmt(withOneMore)} s to all reported (estimated from these seconds; target ${REPORT_TARGET_S} s: ${withOneMore <= REPORT_TARGET_S ? 'inside it' : 'still outside it'}).`;
+}
+
+const pct = (share: number) => `${Math.min(100, share * 100).toFixed(0)}%`;
