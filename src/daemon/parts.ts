@@ -21,6 +21,7 @@ import { DaemonLink } from './link.js';
 import { cachedLinks } from './links-fact.js';
 import { LockedStore } from './locked-store.js';
 import { RememberedKept } from './remembered-kept.js';
+import { tellWhenCommitted } from './worker.js';
 import { heartbeatOf, statusOf } from './status.js';
 import type { Mark } from '../declaration/order.js';
 
@@ -107,7 +108,7 @@ export async function daemonParts(options: DaemonOptions): Promise<DaemonParts> 
     bind: (made) => {
       actor = made;
       // A report whose head is renamed leaves at once, while the worker makes the rename durable and lets go of the lock.
-      outbox.whenCommitted((sequence) => made.send({ type: 'REPORT_MADE', report: { sequence } }));
+      tellWhenCommitted(outbox, (report) => made.send({ type: 'REPORT_MADE', report }));
     },
   };
 }

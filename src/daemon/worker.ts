@@ -24,6 +24,18 @@ export function waitingReports(outbox: Outbox): ReportRef[] {
   return outbox.pending().map((sequence) => ({ sequence }));
 }
 
+/**
+ * Tells of every report waiting once the outbox says one may leave (its head renamed, under the lock):
+ * the waiting ones, read as the worker's output reads them, not that one alone. A report a command run
+ * by hand made just before this apply is in the outbox too, and the outbox watcher does not look while
+ * the apply holds the store: told alone, the newer report would be sent ahead of it.
+ */
+export function tellWhenCommitted(outbox: Outbox, tell: (report: ReportRef) => void): void {
+  outbox.whenCommitted(() => {
+    for (const report of waitingReports(outbox)) tell(report);
+  });
+}
+
 /** What the machine is told after an apply, whatever its outcome. */
 function outputOf(store: Store, outbox: Outbox): WorkerOutput {
   const { mode, lastApplied } = store.state;

@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Resource } from '../../src/declaration/schema.js';
 import { Outbox, OUTBOX_DIR } from '../../src/report/outbox.js';
+import { tellWhenCommitted } from '../../src/daemon/worker.js';
 import { STATE_FILE } from '../../src/store/store.js';
 import { declaration, testHost, type TestHost } from '../support/host.js';
 import { fakeRunner, said } from '../support/fake-runner.js';
@@ -124,6 +125,16 @@ describe('a report leaves once its head is renamed; its removal waits for the sa
       { sequence: 1, pending: [1], head: 1 },
       { sequence: 2, pending: [1, 2], head: 2 },
     ]);
+  });
+
+  it('the daemon is told of a report made by hand before this apply with it, oldest first, not of the newer one alone', async () => {
+    const h = hostWithOutbox();
+    // Report 1 as a command run by hand leaves it: in the outbox and counted, told to no daemon.
+    expect((await h.apply(declaration(FILES), { trigger: 'delivery' })).kind).toBe('applied');
+    const told: number[] = [];
+    tellWhenCommitted(h.env.outbox, (report) => told.push(report.sequence));
+    expect((await h.apply(declaration(FILES, { sequence: 2 }), { trigger: 'delivery' })).kind).toBe('applied');
+    expect(told).toEqual([1, 2]);
   });
 
   it("an acknowledged report told before its save ended is removed only once that save ended", async () => {
