@@ -27,6 +27,7 @@ const UNIT = [
   'test/inventory/verdicts.test.ts',
   'test/archive/arrival.test.ts',
   'test/bench/scale-page.test.ts',
+  'test/bench/link-trace.test.ts',
   'test/link/notices.test.ts',
   'test/link/numbering-marks.test.ts',
   'test/link/report-trust.test.ts',

@@ -5,7 +5,14 @@
  */
 import { appendFileSync } from 'node:fs';
 import { subscribe } from 'node:diagnostics_channel';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
 import type { DeliveryMark, DeliveryStep } from '../src/system/trace.js';
+
+/** A full collection (mark-compact) of the daemon's heap: when its pause began (epoch ms) and how long it held the thread. */
+export interface FullCollection {
+  at: number;
+  ms: number;
+}
 
 /** One delivery's marks: the first time of each step, and how many reads of the key it took. */
 export interface TracedDelivery {
@@ -14,6 +21,7 @@ export interface TracedDelivery {
 }
 
 const file = process.env.MESH_HOST_TRACE_FILE;
+const collections = process.env.MESH_HOST_GC_FILE;
 const open: TracedDelivery[] = [];
 // The worker's steps end at 'done', the sender's at 'removed': the next delivery's notice may come
 // before the last one's acknowledgement, so each step goes to the oldest delivery still short of it.
@@ -37,4 +45,15 @@ if (file) {
       appendFileSync(file, `${JSON.stringify(delivery)}\n`);
     }
   });
+}
+
+// The full collections, to a file of their own: V8 tells them after the pause, so they are matched to
+// deliveries by time afterwards (bench/link-trace.ts).
+if (collections) {
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      if ((entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind !== constants.NODE_PERFORMANCE_GC_MAJOR) continue;
+      appendFileSync(collections, `${JSON.stringify({ at: performance.timeOrigin + entry.startTime, ms: entry.duration } satisfies FullCollection)}\n`);
+    }
+  }).observe({ entryTypes: ['gc'] });
 }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DeliveryStep } from '../src/system/trace.js';
-import type { TracedDelivery } from './delivery-trace.js';
+import type { FullCollection, TracedDelivery } from './delivery-trace.js';
 import { linkedHost, type Delivered } from './link-host.js';
 import { fmt, median, percentile } from './stats.js';
 import { scratch } from '../test/support/tree.js';
@@ -45,9 +45,14 @@ const AFTER: Array<[Instant, Instant, string]> = [
 export async function traceDeliveries(url: string, nodeFlags: string[], count: number): Promise<string[]> {
   const s = scratch('mesh-host-trace-');
   const file = join(s.dir, 'trace.jsonl');
+  const gcFile = join(s.dir, 'gc.jsonl');
   process.env.MESH_HOST_TRACE_FILE = file;
+  process.env.MESH_HOST_GC_FILE = gcFile;
   const listener = pathToFileURL(join(import.meta.dirname, 'delivery-trace.js')).href;
-  const linked = await linkedHost(url, [...nodeFlags, '--import', listener]).finally(() => delete process.env.MESH_HOST_TRACE_FILE);
+  const linked = await linkedHost(url, [...nodeFlags, '--import', listener]).finally(() => {
+    delete process.env.MESH_HOST_TRACE_FILE;
+    delete process.env.MESH_HOST_GC_FILE;
+  });
   const seen: Delivered[] = [];
   try {
     for (let i = 0; i < 20; i++) await linked.deliver(); // warm
@@ -58,6 +63,7 @@ export async function traceDeliveries(url: string, nodeFlags: string[], count: n
     await linked.close();
   }
   const traced = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as TracedDelivery).slice(-count);
+  const collections = readLines<FullCollection>(gcFile);
   s.cleanup();
   const at = (i: number, instant: Instant) => (instant === 'put' ? seen[i]!.putAt : instant === 'heard' ? seen[i]!.heardAt : traced[i]!.at[instant]);
   const row = ([from, to, what]: [Instant, Instant, string]) => {
@@ -78,5 +84,28 @@ export async function traceDeliveries(url: string, nodeFlags: string[], count: n
     ...AFTER.map(row),
     '',
     `${traced.length} deliveries traced; ${reread} of them read the key more than once (the notice came before the stream had stored the put).`,
+    ...collectionsIn(seen, collections),
+  ];
+}
+
+function readLines<T>(path: string): T[] {
+  try {
+    return readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as T);
+  } catch {
+    return [];
+  }
+}
+
+/** The deliveries a full collection of the daemon's heap paused (its pause began between the put and the report heard), against the others. */
+export function collectionsIn(seen: Delivered[], collections: FullCollection[]): string[] {
+  const paused = (d: Delivered) => collections.filter((c) => c.at >= d.putAt && c.at <= d.heardAt);
+  const hit = seen.filter((d) => paused(d).length > 0).map((d) => d.ms);
+  const clear = seen.filter((d) => paused(d).length === 0).map((d) => d.ms);
+  const pauses = seen.flatMap((d) => paused(d).map((c) => c.ms));
+  if (hit.length === 0) return [`No full collection of the daemon's heap fell inside a delivery (${collections.length} in the whole run).`];
+  const figures = (ms: number[]) => (ms.length === 0 ? 'none' : `median ${fmt(median(ms))} ms, p99 ${fmt(percentile(ms, 99))} ms`);
+  return [
+    `${hit.length} of the ${seen.length} deliveries had a full collection of the daemon's heap inside them (its pause: median ${fmt(median(pauses))} ms, longest`,
+    `${fmt(Math.max(...pauses))} ms): those took ${figures(hit)}; the other ${clear.length}: ${figures(clear)}.`,
   ];
 }
