@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
 import { unitNodeFlags } from '../test/support/daemon.js';
 import { cpuTicks, fmt, loadAverage, median, percentile, rssMb, statusMb } from './stats.js';
@@ -29,6 +30,9 @@ export async function benchLink(): Promise<string[]> {
   try {
     const { pid } = linked;
     const deliver = async () => (await linked.deliver()).ms;
+    // Earlier parts of a whole run leave writes in the page cache (trees of 10,000 files, images): flushed
+    // first, so that the daemon's fsyncs carry its own writes, not theirs.
+    execFileSync('sync');
     for (let i = 0; i < 20; i++) await deliver(); // warm
     const latencies: number[] = [];
     for (let i = 0; i < 250; i++) latencies.push(await deliver());
@@ -61,7 +65,7 @@ export async function benchLink(): Promise<string[]> {
       'before the machine is touched, and before the report and the head are committed), the apply under the lock, the',
       "outbox entry and the store's head written together with their fsyncs (the head's rename, the commit, once the entry is durable; the report",
       "leaves at the commit, while the rename is made durable, and its removal once acknowledged waits for that), the JetStream publish",
-      `included). The daemon runs as the shipped unit runs it (\`${MEMORY_ENV.join(' ')} node ${nodeFlags.join(' ')}\`, packaging/mesh-host.service).`,
+      `included; the file system is flushed before the first). The daemon runs as the shipped unit runs it (\`${MEMORY_ENV.join(' ')} node ${nodeFlags.join(' ')}\`, packaging/mesh-host.service).`,
       '',
       '| figure | value | target |',
       '| --- | ---: | ---: |',
@@ -77,10 +81,10 @@ export async function benchLink(): Promise<string[]> {
       `add the rest) and ${anonMb.toFixed(0)} MB of heaps and stacks. The host makes V8 settings from inside the process (a single`,
       'executable takes no V8 flags on its command line): the young generation keeps its first size; the old generation grows 10%',
       "past what the last full collection kept, not V8's half or more; there is no baseline compiler (its code took over a megabyte);",
-      'and while the heap and the apply are small (under 32 MB and 2,000 resources, as here) every full collection compacts, so that',
-      "mostly-free pages go back, and its marking starts at a quarter of V8's limit (for a 10,000-file host the same held the event loop",
-      'over 100 ms at a time, so V8 chooses there). The compaction costs the p99 above about 15-20 ms against the same settings',
-      'without it (63-65 MB then). Before the last three and the unit\'s malloc settings, a daemon applying back to back held',
+      'and while the heap and the apply are small (under 32 MB and 2,000 resources, as here) its marking starts at 15% of V8\'s limit',
+      '(for a 10,000-file host the same held the event loop over 100 ms at a time, so V8 chooses there), and no full collection is made',
+      'to compact: compacting every one kept the RSS at 59-61 MB but paused the daemon about 10 ms each (the split of the traced',
+      'deliveries below shows what such pauses cost). Before these settings and the unit\'s malloc settings, a daemon applying back to back held',
       '69-71 MB (old-generation pages 15 MB for 9 MB of objects), and before the second it went up and down between 73 and 88 MB.',
       '',
       '### Where a delivery\'s time goes',

@@ -66,7 +66,7 @@ export interface DaemonParts {
   link: DaemonLink;
   intake: DeliveryIntake;
   metrics: DaemonMetrics;
-  /** Full collections fitted to each apply: a small heap compacts and marks early (see system/memory.ts). */
+  /** Full collections fitted to each apply: a small heap marks early and is not made to compact (see system/memory.ts). */
   fitHeap: ReturnType<typeof heapFitter>;
   links: ReturnType<typeof cachedLinks>;
   env(store: Store): HostEnv;

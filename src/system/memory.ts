@@ -35,17 +35,19 @@ export function isSmallHeap(heapBytes: number, resources: number): boolean {
 }
 
 /**
- * Full collections for a small heap: each compacts (V8 otherwise sweeps in place and keeps mostly-free
- * pages: a 100-file daemon applying back to back held 15 MB of them for 9 MB of objects), and its marking
- * starts once the old generation has used a quarter of what V8 would let it reach, so the garbage of
- * back-to-back applies is found while it is a few megabytes (the marking runs beside the daemon, on V8's
- * helper thread). Such a daemon then holds 57-61 MB; starting the marking at half let it reach 64-66
- * between collections, no compaction 63-65, and neither 69-71. The price is the compaction's pause: in
- * back-to-back deliveries it raised the p99 from delivery to report by 15-20 ms (to 50-57 ms here), the
- * median by about 1 ms. Compacting only once the pages' free room had grown past a quarter gave no
- * more than no compaction. For a large heap, V8's own choices.
+ * Full collections for a small heap: the marking starts once the old generation has used 15% of what V8
+ * would let it reach, so the garbage of back-to-back applies is found while it is a few megabytes (the
+ * marking runs beside the daemon, on V8's helper thread), and no collection is made to compact. A
+ * compacting one copies every live object of the old generation: on this kind of machine about 10 ms
+ * of pause for a 100-file daemon's 8 MB, and one in about 15 back-to-back deliveries had one, which made
+ * the p99 from delivery to report (about 30 ms a delivery so paused, against 11 for the others). Without
+ * it the pause is 2 to 3 ms. Paired against compacting at 25% (the link benchmark, 450 deliveries each,
+ * two runs): p99 0.78x and 0.85x, median 1.05x and 1.02x, and the daemon's RSS over 1,000 back-to-back
+ * applies at most 63.4 and 62.7 MB against 61 (mostly-free pages are kept longer; V8's own heuristics still
+ * compact pages it finds fragmented). Marking at a quarter without compaction reached 64.8 MB;
+ * at half, 64-66 MB; neither setting, 69-71. For a large heap, V8's own choices.
  */
-const SMALL = ['--compact-on-every-full-gc', '--incremental-marking-hard-trigger=25'];
+const SMALL = ['--no-compact-on-every-full-gc', '--incremental-marking-hard-trigger=15'];
 const LARGE = ['--no-compact-on-every-full-gc', '--incremental-marking-hard-trigger=0'];
 
 /** Fits V8's full collections to the apply about to run (see isSmallHeap); nothing is set when the answer is unchanged. */
