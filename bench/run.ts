@@ -1,4 +1,6 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { benchConverge, convergeNotes, convergeTable, CONVERGE_RUNS, type ConvergeFigures } from './converge.js';
@@ -110,9 +112,34 @@ const parts: Array<{ name: string; sections: () => Promise<string[]>; alone?: bo
   { name: 'newcomer', sections: benchNewcomer, alone: true, heading: "## A newcomer's first command" },
 ];
 
+/** Where a whole run's child process leaves its part's sections (see inOwnProcess). */
+const partOut = process.env.MESH_HOST_BENCH_PART_OUT;
+
+/**
+ * A whole run takes each part in a fresh process, as `npm run bench -- PART` would: one part's heap and
+ * garbage (a 10,000-file converge in-process), its timers and the environment it sets do not fall on the
+ * next part's timings. The child hands its sections back through a file; the page is written here, in order.
+ */
+function inOwnProcess(name: string): string[] {
+  const dir = mkdtempSync(join(tmpdir(), 'mesh-host-bench-'));
+  const file = join(dir, 'sections.json');
+  try {
+    const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), name], { stdio: 'inherit', env: { ...process.env, MESH_HOST_BENCH_PART_OUT: file } });
+    if (child.status !== 0) throw new Error(`bench: the part ${name} exited ${child.status ?? child.signal}`);
+    return JSON.parse(readFileSync(file, 'utf8')) as string[];
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 for (const part of parts) {
   if (only ? part.name !== only : part.alone) continue;
-  sections.push(...(await part.sections()), '');
+  const lines = only ? await part.sections() : inOwnProcess(part.name);
+  if (partOut) {
+    writeFileSync(partOut, JSON.stringify(lines));
+    break;
+  }
+  sections.push(...lines, '');
   out();
 }
-console.error('docs/bench.md written');
+if (!partOut) console.error('docs/bench.md written');
