@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DeliveryStep } from '../src/system/trace.js';
@@ -62,8 +62,9 @@ export async function traceDeliveries(url: string, nodeFlags: string[], count: n
   } finally {
     await linked.close();
   }
-  const traced = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as TracedDelivery).slice(-count);
-  const collections = readLines<FullCollection>(gcFile);
+  const traced = readLines<TracedDelivery>(file).slice(-count);
+  // No full collection while traced leaves no file.
+  const collections = existsSync(gcFile) ? readLines<FullCollection>(gcFile) : [];
   s.cleanup();
   const at = (i: number, instant: Instant) => (instant === 'put' ? seen[i]!.putAt : instant === 'heard' ? seen[i]!.heardAt : traced[i]!.at[instant]);
   const row = ([from, to, what]: [Instant, Instant, string]) => {
@@ -88,12 +89,9 @@ export async function traceDeliveries(url: string, nodeFlags: string[], count: n
   ];
 }
 
+/** A file of one JSON value a line. */
 function readLines<T>(path: string): T[] {
-  try {
-    return readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as T);
-  } catch {
-    return [];
-  }
+  return readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as T);
 }
 
 /** The deliveries a full collection of the daemon's heap paused (its pause began between the put and the report heard), against the others. */

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { benchConverge, convergeNotes, convergeTable, CONVERGE_RUNS, type ConvergeFigures } from './converge.js';
 import { benchStartup } from './startup.js';
 import { benchServices } from './services.js';
@@ -118,36 +118,34 @@ const partOut = process.env.MESH_HOST_BENCH_PART_OUT;
 /**
  * A whole run takes each part in a fresh process, as `npm run bench -- PART` would: one part's heap and
  * garbage (a 10,000-file converge in-process), its timers and the environment it sets do not fall on the
- * next part's timings. The child hands its sections back through a file; the page is written here, in order.
+ * next part's timings. The child hands its sections back through a file in `dir`; the page is written here, in order.
  */
-function inOwnProcess(name: string): string[] {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-host-bench-'));
-  const file = join(dir, 'sections.json');
-  try {
-    const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), name], { stdio: 'inherit', env: { ...process.env, MESH_HOST_BENCH_PART_OUT: file } });
-    if (child.status !== 0) throw new Error(`bench: the part ${name} exited ${child.status ?? child.signal}`);
-    return JSON.parse(readFileSync(file, 'utf8')) as string[];
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+function inOwnProcess(name: string, dir: string): string[] {
+  const file = join(dir, `${name}.json`);
+  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), name], { stdio: 'inherit', env: { ...process.env, MESH_HOST_BENCH_PART_OUT: file } });
+  if (child.status !== 0) throw new Error(`bench: the part ${name} exited ${child.status ?? child.signal}`);
+  return JSON.parse(readFileSync(file, 'utf8')) as string[];
 }
 
-// The page as a whole run found it, for a part that keeps a subsection of its own (scale-shape.ts).
-if (!only && existsSync(file)) {
-  const before = join(mkdtempSync(join(tmpdir(), 'mesh-host-bench-page-')), 'bench.md');
-  copyFileSync(file, before);
-  process.env.MESH_HOST_BENCH_PAGE = before;
+/** A whole run's scratch folder: the page as the run found it (for a part that keeps a subsection of its own, scale-shape.ts) and each part's sections. */
+const wholeRun = only ? undefined : mkdtempSync(join(tmpdir(), 'mesh-host-bench-'));
+if (wholeRun && existsSync(file)) {
+  process.env.MESH_HOST_BENCH_PAGE = join(wholeRun, 'bench.md');
+  copyFileSync(file, process.env.MESH_HOST_BENCH_PAGE);
 }
 
-for (const part of parts) {
-  if (only ? part.name !== only : part.alone) continue;
-  const lines = only ? await part.sections() : inOwnProcess(part.name);
-  if (partOut) {
-    writeFileSync(partOut, JSON.stringify(lines));
-    break;
+try {
+  for (const part of parts) {
+    if (only ? part.name !== only : part.alone) continue;
+    const lines = wholeRun ? inOwnProcess(part.name, wholeRun) : await part.sections();
+    if (partOut) {
+      writeFileSync(partOut, JSON.stringify(lines));
+      break;
+    }
+    sections.push(...lines, '');
+    out();
   }
-  sections.push(...lines, '');
-  out();
+} finally {
+  if (wholeRun) rmSync(wholeRun, { recursive: true, force: true });
 }
-if (!only && process.env.MESH_HOST_BENCH_PAGE) rmSync(dirname(process.env.MESH_HOST_BENCH_PAGE), { recursive: true, force: true });
 if (!partOut) console.error('docs/bench.md written');
