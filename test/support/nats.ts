@@ -1,20 +1,47 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A free loopback port, asked of the kernel. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Where test servers listen: the ports just below the kernel's ephemeral range. A port the kernel hands
+ * out itself (to `listen(0)` or to any outgoing connection, another test's included) comes from that
+ * range, so it could be taken between this check and the server's own bind; these never are. Each of
+ * the suite's workers (`VITEST_POOL_ID`, 1 to maxWorkers) has its own slice, so two test files running
+ * at once never pick the same port either.
+ */
+const PORTS_BELOW = ephemeralStart();
+const SPAN = 12_000;
+const SLICES = 8;
+const SLICE = Math.floor(SPAN / SLICES);
+const slice = (Number(process.env.VITEST_POOL_ID) || 1 + Math.floor(Math.random() * SLICES)) % SLICES;
+let next = Math.floor(Math.random() * SLICE);
+
+function ephemeralStart(): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Whether nothing listens on `port` on loopback now. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    // No port left (a benchmark's thousands of connections can use them all up): said, not thrown past the test.
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/** A free loopback port outside the kernel's ephemeral range, in this worker's own slice. */
+export async function freePort(): Promise<number> {
+  for (let tried = 0; tried < SLICE; tried++) {
+    const port = PORTS_BELOW - SPAN + slice * SLICE + (next++ % SLICE);
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port in ${PORTS_BELOW - SPAN + slice * SLICE}-${PORTS_BELOW - SPAN + (slice + 1) * SLICE - 1}`);
 }
 
 export function natsUnavailable(): string | undefined {
