@@ -22,7 +22,7 @@ const STRETCHES: Array<[Instant, Instant, string]> = [
   ['source', 'planned', 'the gate and the plan: 101 resources looked at (lstat, read, compare)'],
   ['planned', 'applied', 'the apply (nothing to change: it does not wait for `declared.json`, which only a change would)'],
   ['applied', 'reported', "the report made (the links' facts)"],
-  ['reported', 'outboxed', "the report written to the outbox durably (and its whole copy), the store's head written and fsynced beside it, the entry renamed once `declared.json` is durable too"],
+  ['reported', 'outboxed', "the report written to the outbox durably (its whole copy for the host's own reading goes beside, unwaited), the store's head written and fsynced beside it, the entry renamed once `declared.json` is durable too"],
   ['outboxed', 'committed', "the head's rename (the commit), once the entry is durable"],
   ['committed', 'sending', 'the lifecycle told the report may leave; it starts the sender'],
   ['sending', 'signed', 'the outbox entry read back, fitted and signed'],

@@ -79,6 +79,9 @@ export async function keepReport(env: HostEnv, report: Report, speaks: boolean, 
     () => void markStep('saved'),
     (err: unknown) => `the store could not be saved (${code(err)}): the machine holds what was applied, the record on disk is the one before this apply`,
   );
+  // The whole report's copy is written beside the commit and the send, but before the apply returns
+  // (a one-shot's process ends after it, and `mesh-host status --last-report` reads it).
+  await env.outbox?.wholeKept();
   const unkept = await kept;
   // The entry's write ends first (its temporary removed, nothing renamed), so that nothing of it is left.
   if (unkept) return (await outboxed, unkept);
