@@ -6,10 +6,17 @@ import { MEMORY_ENV } from '../src/release/units.js';
 import { linkedHost } from './link-host.js';
 import { traceDeliveries } from './link-trace.js';
 import { linkAgainst } from './link-against.js';
+import { settle, type Settled } from './settle.js';
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const load = () => loadAverage();
+
+/** What the page says of the wait for a quiet machine before the first delivery. */
+const settledSentence = (s: Settled) =>
+  s.quiet
+    ? `The first delivery waited ${s.waitedS.toFixed(0)} s for the machine to be quiet (3 s in a row with the CPU under a quarter busy and under 256 KB a second written).`
+    : `The machine was not quiet within ${s.waitedS.toFixed(0)} s (the last second: CPU ${(s.busyShare * 100).toFixed(0)}% busy, ${s.writtenKb.toFixed(0)} KB written); the deliveries began anyway.`;
 
 /** Delivery-to-report latency over loopback, the daemon's RSS over 1,000 applies, its idle CPU, and where a delivery's time goes. */
 export async function benchLink(): Promise<string[]> {
@@ -33,6 +40,8 @@ export async function benchLink(): Promise<string[]> {
     // Earlier parts of a whole run leave writes in the page cache (trees of 10,000 files, images): flushed
     // first, so that the daemon's fsyncs carry its own writes, not theirs.
     execFileSync('sync');
+    // ... and the writes and work those parts set going (a removed tree's blocks, a container's end) have passed.
+    const settled = await settle();
     for (let i = 0; i < 20; i++) await deliver(); // warm
     const latencies: number[] = [];
     for (let i = 0; i < 250; i++) latencies.push(await deliver());
@@ -75,7 +84,7 @@ export async function benchLink(): Promise<string[]> {
       `| daemon RSS, every 10th of the 1,000 applies: mean / highest | ${fmt(sampled.reduce((a, b) => a + b, 0) / sampled.length)} / ${fmt(highest)} MB | at or under 64 MB (${highest <= 64 ? 'met' : 'missed'} on this run) |`,
       `| CPU time of the idle daemon over 60 s | ${fmt(idleCpuMs)} ms | nothing but its timers |`,
       '',
-      `Load average before and after: ${loadBefore} / ${load()} (2 cores). The daemon runs at the default log level, as the unit runs`,
+      `Load average before and after: ${loadBefore} / ${load()} (2 cores). ${settledSentence(settled)} The daemon runs at the default log level, as the unit runs`,
       `it (at debug it also samples its event loop every 10 ms to log stalls). Its RSS after the 1,000th apply is ${fileMb.toFixed(0)} MB of mapped`,
       `code (the Node executable's pages: a bare \`node\` maps 34 MB of them; the optimizing compiler and the crypto the host uses`,
       `add the rest) and ${anonMb.toFixed(0)} MB of heaps and stacks. The host makes V8 settings from inside the process (a single`,

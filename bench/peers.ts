@@ -248,6 +248,10 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
           if (tool.name === 'Puppet' && round >= options.puppetRounds) continue;
           for (const phase of PHASES) {
             if (phase === 'drift') drift(tool, n);
+            // Each timed run starts with nothing unflushed: a fsync on this file system flushes the other
+            // data its journal holds, so a tool would otherwise pay for the writes of the one before it
+            // (a floor or CFEngine writing without fsync) or for the drift just made.
+            spawnSync('sync');
             const t = performance.now();
             tool.run(phase);
             const ms = performance.now() - t;
@@ -290,7 +294,8 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
     'every temporary at once, fsyncs them all at once, renames them all, then fsyncs each directory once (the fastest durable discipline known',
     'here); the syncfs floor renames unsynced temporaries and flushes the whole filesystem once (`sync -f`), a reference a host cannot use',
     "since it flushes every other process's writes too. CFEngine writes in place without fsync. CFEngine and",
-    'Puppet keep their state under the scratch directory (`cf-agent -w`, `puppet apply --confdir/--vardir/…`).',
+    'Puppet keep their state under the scratch directory (`cf-agent -w`, `puppet apply --confdir/--vardir/…`). The file system is flushed',
+    "(`sync`, untimed) before every timed run, so that no tool's fsyncs carry another's unflushed writes or the drift just made.",
     `Load average ${loadBefore} when the run began, ${loadAverage()} when it ended.`,
     ...(options.against ? [`This build ${commitOf(project)}; PEERS_AGAINST a built checkout of ${commitOf(options.against)}, run interleaved with it (its own column and the ratio).`] : []),
     ...(missing.length > 0 ? ['', `Not installed here, so not measured: ${missing.join(', ')} (\`scripts/setup.sh --peers\` installs them).`] : []),

@@ -1,0 +1,54 @@
+import { readFileSync, readdirSync } from 'node:fs';
+
+/** The machine's CPU time (busy and all, in ticks) and the sectors its whole disks have written so far. */
+interface Counters {
+  busy: number;
+  total: number;
+  sectorsWritten: number;
+}
+
+function counters(): Counters {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = cpu.reduce((a, b) => a + b, 0);
+  // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+  const busy = total - cpu[3]! - cpu[4]!;
+  const disks = new Set(readdirSync('/sys/block'));
+  let sectorsWritten = 0;
+  for (const line of readFileSync('/proc/diskstats', 'utf8').split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f.length > 9 && disks.has(f[2]!)) sectorsWritten += Number(f[9]);
+  }
+  return { busy, total, sectorsWritten };
+}
+
+export interface Settled {
+  /** Seconds waited. */
+  waitedS: number;
+  /** Whether the machine went quiet before the bound. */
+  quiet: boolean;
+  /** The last second's share of CPU busy (both cores) and KB written to disk. */
+  busyShare: number;
+  writtenKb: number;
+}
+
+/**
+ * Waits until the machine is quiet for `seconds` seconds in a row (the CPU under a quarter busy, under
+ * 256 KB a second written to its disks), at most `boundS`. A benchmark's earlier part leaves work behind
+ * it (the file system's writes of trees it removed, a container's end); a figure of the daemon alone is
+ * taken once it has passed, and the page says how long that took.
+ */
+export async function settle(seconds = 3, boundS = 120): Promise<Settled> {
+  const began = Date.now();
+  let quietFor = 0;
+  let last = counters();
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const now = counters();
+    const busyShare = (now.busy - last.busy) / Math.max(1, now.total - last.total);
+    const writtenKb = ((now.sectorsWritten - last.sectorsWritten) * 512) / 1024;
+    last = now;
+    quietFor = busyShare < 0.25 && writtenKb < 256 ? quietFor + 1 : 0;
+    const waitedS = (Date.now() - began) / 1000;
+    if (quietFor >= seconds || waitedS >= boundS) return { waitedS, quiet: quietFor >= seconds, busyShare, writtenKb };
+  }
+}
