@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
 import { unitNodeFlags } from '../test/support/daemon.js';
-import { cpuTicks, fmt, loadAverage, median, percentile, rssMb, statusMb } from './stats.js';
+import { cpuTicks, fmt, loadAverage, majorFaults, median, percentile, rssMb, statusMb } from './stats.js';
 import { MEMORY_ENV } from '../src/release/units.js';
 import { linkedHost } from './link-host.js';
 import { traceDeliveries } from './link-trace.js';
@@ -44,7 +44,9 @@ export async function benchLink(): Promise<string[]> {
     const settled = await settle();
     for (let i = 0; i < 20; i++) await deliver(); // warm
     const latencies: number[] = [];
+    const faultsBefore = majorFaults(pid);
     for (let i = 0; i < 250; i++) latencies.push(await deliver());
+    const faults = majorFaults(pid) - faultsBefore;
     const rss: Array<[number, number]> = [[0, rssMb(pid)]];
     // Between the checkpoints too, every 10 applies: a collection can fall just before or after one.
     const sampled: number[] = [];
@@ -83,6 +85,7 @@ export async function benchLink(): Promise<string[]> {
       `| daemon RSS after 0 / 250 / 500 / 750 / 1,000 further applies | ${rss.map(([, mb]) => mb.toFixed(0)).join(' / ')} MB | at or under 64 MB, flat |`,
       `| daemon RSS, every 10th of the 1,000 applies: mean / highest | ${fmt(sampled.reduce((a, b) => a + b, 0) / sampled.length)} / ${fmt(highest)} MB | at or under 64 MB (${highest <= 64 ? 'met' : 'missed'} on this run) |`,
       `| CPU time of the idle daemon over 60 s | ${fmt(idleCpuMs)} ms | nothing but its timers |`,
+      `| the daemon's major page faults during the ${latencies.length} deliveries | ${faults} | (each a page of its code or a file read again from the disk) |`,
       '',
       `Load average before and after: ${loadBefore} / ${load()} (2 cores). ${settledSentence(settled)} The daemon runs at the default log level, as the unit runs`,
       `it (at debug it also samples its event loop every 10 ms to log stalls). Its RSS after the 1,000th apply is ${fileMb.toFixed(0)} MB of mapped`,

@@ -57,8 +57,18 @@ export const rssMb = (pid: number) => statusMb(pid);
 export const HZ = 100;
 
 /** User + system clock ticks of a process. */
-export function cpuTicks(pid: number): number {
+/** A process's /proc stat fields after its name (the third field first). */
+function statFields(pid: number): string[] {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+export function cpuTicks(pid: number): number {
+  const f = statFields(pid);
   return Number(f[11]) + Number(f[12]);
+}
+
+/** The major page faults a process has taken so far: each a read from the disk of a page it had lost (its code's, or a file's). */
+export function majorFaults(pid: number): number {
+  return Number(statFields(pid)[9]);
 }

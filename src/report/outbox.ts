@@ -12,8 +12,6 @@ export const FULL_REPORTS_DIR = 'reports';
 const NAME = /^(\d{12})\.json$/;
 /** A whole report's copy cut short before its rename (see keepWholeAsync). */
 export const isWholeReportLeftover = (name: string) => /^\d{12}\.json\.tmp$/.test(name);
-/** A whole copy up to this size is written from the event loop: into the page cache, no fsync, microseconds. */
-const SMALL_COPY = 256 << 10;
 const nameOf = (sequence: number) => `${String(sequence).padStart(12, '0')}.json`;
 
 export interface OutboxBounds {
@@ -63,7 +61,15 @@ export class Outbox {
 
   add(report: Report): void {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    this.keepWhole(report.sequence, JSON.stringify(report));
+    try {
+      mkdirSync(this.fullDir, { recursive: true, mode: 0o700 });
+      const path = join(this.fullDir, nameOf(report.sequence));
+      writeFileSync(`${path}.tmp`, JSON.stringify(report), { mode: 0o600 });
+      renameSync(`${path}.tmp`, path);
+      for (const old of this.wholeBeyondBound()) unlinkSync(old);
+    } catch {
+      // a convenience copy: the report itself goes on to the outbox
+    }
     writeDurably(join(this.dir, nameOf(report.sequence)), Buffer.from(JSON.stringify(sentReport(report))), 0o600);
     this.fold();
   }
@@ -94,30 +100,16 @@ export class Outbox {
   /**
    * The whole report for the host's own reading (see wholeBeyondBound); a failure here loses only that.
    * Its stringifying (a megabyte at 10,000 steps) waits a turn, so that a daemon answers between it and
-   * the sent report's. A small copy is written from the event loop, as writeDurablyAsync writes a small
-   * file: each of the four calls on libuv's threads would cost a wake-up and a turn of the loop.
+   * the sent report's.
    */
   private async keepWholeAsync(report: Report): Promise<void> {
     await letGo();
-    const text = JSON.stringify(report);
-    if (text.length <= SMALL_COPY) return this.keepWhole(report.sequence, text);
     try {
       const path = join(this.fullDir, nameOf(report.sequence));
+      const text = JSON.stringify(report);
       await intoDirectory(this.fullDir, () => writeFile(`${path}.tmp`, text, { mode: 0o600 }));
       await rename(`${path}.tmp`, path);
       for (const old of this.wholeBeyondBound()) await unlink(old);
-    } catch {
-      // a convenience copy: the report itself goes on to the outbox
-    }
-  }
-
-  /** The whole copy written from the event loop (renamed whole, no fsync: see wholeBeyondBound). */
-  private keepWhole(sequence: number, text: string): void {
-    try {
-      const path = join(this.fullDir, nameOf(sequence));
-      intoDirectorySync(this.fullDir, () => writeFileSync(`${path}.tmp`, text, { mode: 0o600 }));
-      renameSync(`${path}.tmp`, path);
-      for (const old of this.wholeBeyondBound()) unlinkSync(old);
     } catch {
       // a convenience copy: the report itself goes on to the outbox
     }
@@ -256,17 +248,6 @@ async function intoDirectory(dir: string, write: () => Promise<void>): Promise<v
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await write();
-  }
-}
-
-/** intoDirectory for a write made from the event loop. */
-function intoDirectorySync(dir: string, write: () => void): void {
-  try {
-    write();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    write();
   }
 }
 
