@@ -6,7 +6,7 @@ import { MEMORY_ENV } from '../src/release/units.js';
 import { linkedHost } from './link-host.js';
 import { traceDeliveries } from './link-trace.js';
 import { linkAgainst } from './link-against.js';
-import { settle, type Settled } from './settle.js';
+import { QUIET, settle, type Settled } from './settle.js';
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -15,7 +15,7 @@ const load = () => loadAverage();
 /** What the page says of the wait for a quiet machine before the first delivery. */
 const settledSentence = (s: Settled) =>
   s.quiet
-    ? `The first delivery waited ${s.waitedS.toFixed(0)} s for the machine to be quiet (3 s in a row with the CPU under a quarter busy and under 256 KB a second written).`
+    ? `The first delivery waited ${s.waitedS.toFixed(0)} s for the machine to be quiet (${QUIET.seconds} s in a row with the CPU under ${QUIET.busyShare * 100}% busy and under ${QUIET.writtenKb} KB a second written).`
     : `The machine was not quiet within ${s.waitedS.toFixed(0)} s (the last second: CPU ${(s.busyShare * 100).toFixed(0)}% busy, ${s.writtenKb.toFixed(0)} KB written); the deliveries began anyway.`;
 
 /** Delivery-to-report latency over loopback, the daemon's RSS over 1,000 applies, its idle CPU, and where a delivery's time goes. */

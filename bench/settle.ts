@@ -21,6 +21,9 @@ function counters(): Counters {
   return { busy, total, sectorsWritten };
 }
 
+/** What quiet is: seconds in a row, each under this share of CPU busy and this many KB written. */
+export const QUIET = { seconds: 3, busyShare: 0.25, writtenKb: 256 } as const;
+
 export interface Settled {
   /** Seconds waited. */
   waitedS: number;
@@ -32,12 +35,12 @@ export interface Settled {
 }
 
 /**
- * Waits until the machine is quiet for `seconds` seconds in a row (the CPU under a quarter busy, under
- * 256 KB a second written to its disks), at most `boundS`. A benchmark's earlier part leaves work behind
+ * Waits until the machine is quiet (QUIET: a few seconds in a row with the CPU mostly idle and little
+ * written to its disks), at most `boundS`. A benchmark's earlier part leaves work behind
  * it (the file system's writes of trees it removed, a container's end); a figure of the daemon alone is
  * taken once it has passed, and the page says how long that took.
  */
-export async function settle(seconds = 3, boundS = 120): Promise<Settled> {
+export async function settle(boundS = 120): Promise<Settled> {
   const began = Date.now();
   let quietFor = 0;
   let last = counters();
@@ -47,8 +50,8 @@ export async function settle(seconds = 3, boundS = 120): Promise<Settled> {
     const busyShare = (now.busy - last.busy) / Math.max(1, now.total - last.total);
     const writtenKb = ((now.sectorsWritten - last.sectorsWritten) * 512) / 1024;
     last = now;
-    quietFor = busyShare < 0.25 && writtenKb < 256 ? quietFor + 1 : 0;
+    quietFor = busyShare < QUIET.busyShare && writtenKb < QUIET.writtenKb ? quietFor + 1 : 0;
     const waitedS = (Date.now() - began) / 1000;
-    if (quietFor >= seconds || waitedS >= boundS) return { waitedS, quiet: quietFor >= seconds, busyShare, writtenKb };
+    if (quietFor >= QUIET.seconds || waitedS >= boundS) return { waitedS, quiet: quietFor >= QUIET.seconds, busyShare, writtenKb };
   }
 }

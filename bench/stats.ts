@@ -56,13 +56,13 @@ export const rssMb = (pid: number) => statusMb(pid);
 /** Clock ticks a second, the unit of /proc's CPU times. */
 export const HZ = 100;
 
-/** User + system clock ticks of a process. */
 /** A process's /proc stat fields after its name (the third field first). */
 function statFields(pid: number): string[] {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
+/** User + system clock ticks of a process. */
 export function cpuTicks(pid: number): number {
   const f = statFields(pid);
   return Number(f[11]) + Number(f[12]);
