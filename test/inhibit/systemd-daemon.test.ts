@@ -40,6 +40,17 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a restart held of
       if (Date.now() > deadline) throw new Error(`the daemon did not connect:\n${await journal()}`);
     }
   };
+  /**
+   * Stops the daemon's transient unit and waits until systemd has let go of it: `--collect` unloads it
+   * after the stop returns, and a loaded machine (two CI runs at once) gave the next `systemd-run` of the
+   * same name "already loaded".
+   */
+  const stopDaemon = async () => {
+    await inside('systemctl', ['stop', SERVICE]);
+    for (const deadline = Date.now() + 30_000; (await inside('systemctl', ['show', '-p', 'LoadState', '--value', SERVICE])) !== 'not-found'; await new Promise((r) => setTimeout(r, 100))) {
+      if (Date.now() > deadline) throw new Error(`${SERVICE} was still loaded 30 s after its stop`);
+    }
+  };
   /** A live holder inside the container: a sleep, its PID (in the container's PID namespace) written in the lock. */
   const hold = async (root: string) => Number(await inside('/bin/sh', ['-c', `sleep 600 >/dev/null 2>&1 & echo $! > ${root}${LOCK}; cat ${root}${LOCK}`]));
   /** The unit's last start, as it wrote it (ns since the epoch). */
@@ -87,7 +98,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a restart held of
     expect(status.deferred).toEqual([{ id: 'locked', target: UNIT, lock: LOCK, pid: holder, since: step.lock!.state === 'held' ? step.lock!.waitingSince : '', until: expect.any(String), because: ['conf'] }]);
 
     // The daemon restarted while the restart waits: the store keeps it, the new daemon watches the lock.
-    await inside('systemctl', ['stop', SERVICE]);
+    await stopDaemon();
     await startDaemon(h, 2);
     expect(startedNs(h.root)).toBe(firstStart);
     const released = nowNs();
