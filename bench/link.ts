@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
 import { unitNodeFlags } from '../test/support/daemon.js';
-import { cpuTicks, fmt, loadAverage, majorFaults, median, percentile, rssMb, statusMb } from './stats.js';
+import { cpuTicks, fmt, HZ, loadAverage, machineTicks, mainThreadTicks, majorFaults, median, percentile, rssMb, statusMb } from './stats.js';
 import { MEMORY_ENV } from '../src/release/units.js';
 import { linkedHost } from './link-host.js';
 import { traceDeliveries } from './link-trace.js';
@@ -17,6 +17,34 @@ const settledSentence = (s: Settled) =>
   s.quiet
     ? `The first delivery waited ${s.waitedS.toFixed(0)} s for the machine to be quiet (${QUIET.seconds} s in a row with the CPU under ${QUIET.busyShare * 100}% busy and under ${QUIET.writtenKb} KB a second written).`
     : `The machine was not quiet within ${s.waitedS.toFixed(0)} s (the last second: CPU ${(s.busyShare * 100).toFixed(0)}% busy, ${s.writtenKb.toFixed(0)} KB written); the deliveries began anyway.`;
+
+interface CpuAt {
+  main: number;
+  daemon: number;
+  server: number;
+  control: number;
+  machine: ReturnType<typeof machineTicks>;
+}
+
+/** The CPU ticks so far of the daemon (its main thread, and all its threads), the server, this process (the control side), and the machine. */
+const cpuOf = (daemon: number, server: number | undefined): CpuAt => ({
+  main: mainThreadTicks(daemon),
+  daemon: cpuTicks(daemon),
+  server: server === undefined ? 0 : cpuTicks(server),
+  control: cpuTicks(process.pid),
+  machine: machineTicks(),
+});
+
+/** CPU milliseconds a delivery of each, between two readings, and the machine's busy share meanwhile. */
+function cpuPerDelivery(before: CpuAt, after: CpuAt, deliveries: number) {
+  const ms = (key: 'main' | 'daemon' | 'server' | 'control') => ((after[key] - before[key]) / HZ) * (1000 / deliveries);
+  const busyShare = (after.machine.busy - before.machine.busy) / Math.max(1, after.machine.total - before.machine.total);
+  return { main: ms('main'), daemon: ms('daemon'), server: ms('server'), control: ms('control'), busyShare };
+}
+
+/** What the page says of the daemon's main thread against the median: back to back, a delivery waits for that one thread. */
+const cpuSentence = (mainMs: number, medianMs: number) =>
+  `The daemon's main thread was busy ${fmt(mainMs)} ms a delivery, ${((mainMs / medianMs) * 100).toFixed(0)}% of the median: the control side puts the next declaration as soon as it hears a report, and the end of one delivery (the head made durable, the lock let go, the watchers started again, the acknowledgement) and the next one's work take turns on that thread, so back to back the median follows its CPU time, and with it how fast this shared machine's cores run at that moment.`;
 
 /** Delivery-to-report latency over loopback, the daemon's RSS over 1,000 applies, its idle CPU, and where a delivery's time goes. */
 export async function benchLink(): Promise<string[]> {
@@ -45,13 +73,16 @@ export async function benchLink(): Promise<string[]> {
     for (let i = 0; i < 20; i++) await deliver(); // warm
     const latencies: number[] = [];
     const faultsBefore = majorFaults(pid);
+    const cpuBefore = cpuOf(pid, server.pid);
     for (let i = 0; i < 250; i++) latencies.push(await deliver());
+    const cpu = cpuPerDelivery(cpuBefore, cpuOf(pid, server.pid), latencies.length);
     const faults = majorFaults(pid) - faultsBefore;
     const rss: Array<[number, number]> = [[0, rssMb(pid)]];
     // Between the checkpoints too, every 10 applies: a collection can fall just before or after one.
     const sampled: number[] = [];
+    const further: number[] = [];
     for (let i = 1; i <= 1000; i++) {
-      await deliver();
+      further.push(await deliver());
       if (i % 250 === 0) rss.push([i, rssMb(pid)]);
       if (i % 10 === 0) sampled.push(rssMb(pid));
     }
@@ -60,10 +91,10 @@ export async function benchLink(): Promise<string[]> {
     const fileMb = statusMb(pid, 'RssFile');
     // Idle: nothing but its timers (heartbeat, the key's re-read) for a minute.
     await wait(2000);
-    const hz = 100;
     const before = cpuTicks(pid);
     await wait(60_000);
-    const idleCpuMs = ((cpuTicks(pid) - before) / hz) * 1000;
+    const idleCpuMs = ((cpuTicks(pid) - before) / HZ) * 1000;
+    const byQuarter = [latencies, ...Array.from({ length: 4 }, (_, q) => further.slice(q * 250, (q + 1) * 250))].map((xs) => fmt(median(xs)));
     await linked.close();
     const breakdown = await traceDeliveries(server.url, nodeFlags, 250);
     const against = await linkAgainst(server.url, nodeFlags);
@@ -82,12 +113,14 @@ export async function benchLink(): Promise<string[]> {
       '| --- | ---: | ---: |',
       `| delivery-to-report, median of ${latencies.length} | ${fmt(median(latencies))} ms | at or under 10 ms (${median(latencies) <= 10 ? 'met' : 'missed'} on this run) |`,
       `| delivery-to-report, p99 | ${fmt(percentile(latencies, 99))} ms | at or under 30 ms (${percentile(latencies, 99) <= 30 ? 'met' : 'missed'} on this run) |`,
+      `| delivery-to-report, median of each 250 in order: the ones above, then the 1,000 further applies below | ${byQuarter.join(' / ')} ms | (how the daemon's code warms: V8 optimizes a function once it has run often) |`,
+      `| CPU per delivery over the ${latencies.length}: the daemon's main thread / all its threads; the server; the control side | ${fmt(cpu.main)} / ${fmt(cpu.daemon)}; ${fmt(cpu.server)}; ${fmt(cpu.control)} ms | (the machine ${(cpu.busyShare * 100).toFixed(0)}% busy meanwhile, of 2 cores) |`,
       `| daemon RSS after 0 / 250 / 500 / 750 / 1,000 further applies | ${rss.map(([, mb]) => mb.toFixed(0)).join(' / ')} MB | at or under 64 MB, flat |`,
       `| daemon RSS, every 10th of the 1,000 applies: mean / highest | ${fmt(sampled.reduce((a, b) => a + b, 0) / sampled.length)} / ${fmt(highest)} MB | at or under 64 MB (${highest <= 64 ? 'met' : 'missed'} on this run) |`,
       `| CPU time of the idle daemon over 60 s | ${fmt(idleCpuMs)} ms | nothing but its timers |`,
       `| the daemon's major page faults during the ${latencies.length} deliveries | ${faults} | (each a page of its code or a file read again from the disk) |`,
       '',
-      `Load average before and after: ${loadBefore} / ${load()} (2 cores). ${settledSentence(settled)} The daemon runs at the default log level, as the unit runs`,
+      `Load average before and after: ${loadBefore} / ${load()} (2 cores). ${settledSentence(settled)} ${cpuSentence(cpu.main, median(latencies))} The daemon runs at the default log level, as the unit runs`,
       `it (at debug it also samples its event loop every 10 ms to log stalls). Its RSS after the 1,000th apply is ${fileMb.toFixed(0)} MB of mapped`,
       `code (the Node executable's pages: a bare \`node\` maps 34 MB of them; the optimizing compiler and the crypto the host uses`,
       `add the rest) and ${anonMb.toFixed(0)} MB of heaps and stacks. The host makes V8 settings from inside the process (a single`,

@@ -1,4 +1,5 @@
 import { readFileSync, readdirSync } from 'node:fs';
+import { machineTicks } from './stats.js';
 
 /** The machine's CPU time (busy and all, in ticks) and the sectors its whole disks have written so far. */
 interface Counters {
@@ -8,10 +9,7 @@ interface Counters {
 }
 
 function counters(): Counters {
-  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const total = cpu.reduce((a, b) => a + b, 0);
-  // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
-  const busy = total - cpu[3]! - cpu[4]!;
+  const { busy, total } = machineTicks();
   const disks = new Set(readdirSync('/sys/block'));
   let sectorsWritten = 0;
   for (const line of readFileSync('/proc/diskstats', 'utf8').split('\n')) {

@@ -56,16 +56,30 @@ export const rssMb = (pid: number) => statusMb(pid);
 /** Clock ticks a second, the unit of /proc's CPU times. */
 export const HZ = 100;
 
-/** A process's /proc stat fields after its name (the third field first). */
-function statFields(pid: number): string[] {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** A process's (or, with `thread`, one of its threads') /proc stat fields after its name (the third field first). */
+function statFields(pid: number, thread?: number): string[] {
+  const stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8');
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
-/** User + system clock ticks of a process. */
+/** User + system clock ticks of a process, all its threads. */
 export function cpuTicks(pid: number): number {
   const f = statFields(pid);
   return Number(f[11]) + Number(f[12]);
+}
+
+/** User + system clock ticks of a process's main thread alone (the one that runs Node's event loop). */
+export function mainThreadTicks(pid: number): number {
+  const f = statFields(pid, pid);
+  return Number(f[11]) + Number(f[12]);
+}
+
+/** The machine's CPU time so far in ticks: busy (all but idle and waiting for I/O) and in all. */
+export function machineTicks(): { busy: number; total: number } {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = cpu.reduce((a, b) => a + b, 0);
+  // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+  return { busy: total - cpu[3]! - cpu[4]!, total };
 }
 
 /** The major page faults a process has taken so far: each a read from the disk of a page it had lost (its code's, or a file's). */

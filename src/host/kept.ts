@@ -1,12 +1,11 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { HostConfig } from '../config/config.js';
 import { openBundle } from '../declaration/bundle.js';
 import { receiveDeclaration, type Received } from '../declaration/load.js';
 import { markOf, type Mark } from '../declaration/order.js';
 import type { Store } from '../store/store.js';
-import { writeDurably } from '../system/durable.js';
+import { writeDurably, writeWholeAsync } from '../system/durable.js';
 import { refused } from '../system/errors.js';
 import { CARRIED_BUNDLE, KEPT_DECLARATION, KEPT_REVISION } from './paths.js';
 
@@ -51,8 +50,7 @@ export class KeptDeclaration {
 
   /** noteRevision() off the event loop. */
   async noteRevisionAsync(revision: number, digest: string): Promise<void> {
-    await writeFile(`${this.revisionPath}.tmp`, JSON.stringify({ revision, digest }), { mode: 0o600 });
-    await rename(`${this.revisionPath}.tmp`, this.revisionPath);
+    await writeWholeAsync(this.revisionPath, Buffer.from(JSON.stringify({ revision, digest })));
   }
 
   /** Settles once the declaration kept last is on disk: at once here, since keep() writes before it returns. */

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, readdirSync, statSync, unlinkSync, writeFileSync, renameSync } from 'node:fs';
-import { mkdir, rename, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fsyncDirectory, fsyncDirectoryAsync, writeDurably, writeDurablyAsync } from '../system/durable.js';
+import { fsyncDirectory, fsyncDirectoryAsync, writeDurably, writeDurablyAsync, writeWholeAsync } from '../system/durable.js';
 import { letGo } from '../system/yielder.js';
 import type { Report } from './report.js';
 import { asSent, fitReport, foldReports, sentReport, type SentReport } from './sent.js';
@@ -107,8 +107,7 @@ export class Outbox {
     try {
       const path = join(this.fullDir, nameOf(report.sequence));
       const text = JSON.stringify(report);
-      await intoDirectory(this.fullDir, () => writeFile(`${path}.tmp`, text, { mode: 0o600 }));
-      await rename(`${path}.tmp`, path);
+      await intoDirectory(this.fullDir, () => writeWholeAsync(path, Buffer.from(text)));
       for (const old of this.wholeBeyondBound()) await unlink(old);
     } catch {
       // a convenience copy: the report itself goes on to the outbox

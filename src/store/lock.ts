@@ -47,6 +47,13 @@ function startTicksOf(pid: number): number | undefined {
   }
 }
 
+/** This process's boot and start, read once: neither changes while it runs, and a daemon takes the lock every apply. */
+let own: { bootId: string; startTicks: number } | undefined;
+function ownFacts(): { bootId: string; startTicks: number } {
+  own ??= { bootId: readBootId(), startTicks: startTicksOf(process.pid) ?? 0 };
+  return own;
+}
+
 /** A holder is alive when its boot is this boot and its PID still names the same process. */
 export function holderIsAlive(holder: LockHolder, bootId = readBootId()): boolean {
   if (holder.bootId !== bootId) return false;
@@ -75,10 +82,10 @@ export async function acquireLock(stateDir: string, options: LockOptions): Promi
   const path = join(stateDir, options.file ?? LOCK_FILE);
   const timeoutMs = options.timeoutMs ?? 10_000;
   const pollMs = options.pollMs ?? 50;
-  const bootId = readBootId();
+  const { bootId, startTicks } = ownFacts();
   const holder: LockHolder = {
     pid: process.pid,
-    startTicks: startTicksOf(process.pid) ?? 0,
+    startTicks,
     bootId,
     command: options.command,
     since: new Date().toISOString(),

@@ -1,4 +1,4 @@
-import { closeSync, constants, fsync, fsyncSync, openSync, renameSync, unlinkSync, write, writeSync } from 'node:fs';
+import { closeSync, constants, fsync, fsyncSync, openSync, rename, renameSync, unlinkSync, write, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
@@ -95,6 +95,25 @@ export async function writeDurablyAsync(target: string, bytes: Uint8Array, mode 
 const SMALL_WRITE = 64 << 10;
 const fsyncOf = promisify(fsync);
 const writeOf = promisify(write);
+const renameOf = promisify(rename);
+
+/**
+ * Writes a file whole but not durably: a reader sees the old file or the new one, and a crash may lose
+ * both (for what the host keeps for its own convenience: a hint, a copy). The temporary `TARGET.tmp` is
+ * opened, written (see writeAll) and closed from the event loop, where each is a call of microseconds;
+ * on libuv's threads the three cost a thread's wake-up and a turn of the loop each, every delivery.
+ * The rename goes there: the event loop's own renames stay those of the durable writes, in their order.
+ */
+export async function writeWholeAsync(target: string, bytes: Uint8Array, mode = 0o600): Promise<void> {
+  const temporary = `${target}.tmp`;
+  const fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, mode);
+  try {
+    await writeAll(fd, bytes);
+  } finally {
+    closeSync(fd);
+  }
+  await renameOf(temporary, target);
+}
 
 async function writeAll(fd: number, bytes: Uint8Array): Promise<void> {
   let written = 0;
