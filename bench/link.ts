@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
 import { unitNodeFlags } from '../test/support/daemon.js';
-import { cpuTicks, fmt, HZ, loadAverage, machineTicks, mainThreadTicks, majorFaults, median, percentile, rssMb, statusMb } from './stats.js';
+import { cpuTicks, fmt, HZ, loadAverage, machineTicks, majorFaults, median, percentile, rssMb, statusMb } from './stats.js';
 import { MEMORY_ENV } from '../src/release/units.js';
 import { linkedHost } from './link-host.js';
 import { traceDeliveries } from './link-trace.js';
@@ -28,7 +28,7 @@ interface CpuAt {
 
 /** The CPU ticks so far of the daemon (its main thread, and all its threads), the server, this process (the control side), and the machine. */
 const cpuOf = (daemon: number, server: number | undefined): CpuAt => ({
-  main: mainThreadTicks(daemon),
+  main: cpuTicks(daemon, daemon),
   daemon: cpuTicks(daemon),
   server: server === undefined ? 0 : cpuTicks(server),
   control: cpuTicks(process.pid),

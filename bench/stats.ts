@@ -62,15 +62,9 @@ function statFields(pid: number, thread?: number): string[] {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
-/** User + system clock ticks of a process, all its threads. */
-export function cpuTicks(pid: number): number {
-  const f = statFields(pid);
-  return Number(f[11]) + Number(f[12]);
-}
-
-/** User + system clock ticks of a process's main thread alone (the one that runs Node's event loop). */
-export function mainThreadTicks(pid: number): number {
-  const f = statFields(pid, pid);
+/** User + system clock ticks of a process, all its threads; or of one thread (`thread` = `pid`: the main one, which runs Node's event loop). */
+export function cpuTicks(pid: number, thread?: number): number {
+  const f = statFields(pid, thread);
   return Number(f[11]) + Number(f[12]);
 }
 

@@ -55,7 +55,7 @@ function ownFacts(): { bootId: string; startTicks: number } {
 }
 
 /** A holder is alive when its boot is this boot and its PID still names the same process. */
-export function holderIsAlive(holder: LockHolder, bootId = readBootId()): boolean {
+export function holderIsAlive(holder: LockHolder, bootId = ownFacts().bootId): boolean {
   if (holder.bootId !== bootId) return false;
   const ticks = startTicksOf(holder.pid);
   return ticks !== undefined && ticks === holder.startTicks;
