@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'docs/', 'bin/', 'src/serve/assets.generated.js'] },
+  { ignores: ['dist/', 'node_modules/', 'docs/', 'bin/', 'src/control/serve/assets.generated.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   { files: ['**/*.mjs', 'scripts/**'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },

@@ -10,6 +10,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const UNIT = [
   'test/containers/no-engine.test.ts',
   'test/containers/verdicts.test.ts',
+  'test/containers/sealed-env.test.ts',
   'test/declaration/**/*.test.ts',
   'test/lifecycle/**/*.test.ts',
   'test/apply/dry-run.test.ts',
@@ -34,6 +35,7 @@ const UNIT = [
   'test/report/format.test.ts',
   'test/report/sent.test.ts',
   'test/report/speak.test.ts',
+  'test/resources/apply-order.test.ts',
   'test/resources/converge.test.ts',
   'test/resources/line-changes.test.ts',
   'test/resources/write-batch.test.ts',
@@ -46,6 +48,12 @@ const UNIT = [
   'test/watch/footprint.test.ts',
   'test/watch/units-left.test.ts',
 ];
+
+/**
+ * The power cuts in a real guest kernel: a project of their own, which `npm test` runs in a vitest of its
+ * own beside the others (scripts/test-beside.sh says why).
+ */
+const GUEST = ['test/powercut/guest.test.ts'];
 
 /**
  * The newcomer's fresh machine (test/newcomer/) runs in the suite, and first: its run is minutes of
@@ -71,7 +79,8 @@ export default defineConfig({
     maxWorkers: 2,
     projects: [
       { extends: true, test: { name: 'unit', include: UNIT } },
-      { extends: true, test: { name: 'real', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...UNIT] } },
+      { extends: true, test: { name: 'real', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...UNIT, ...GUEST] } },
+      { extends: true, test: { name: 'guest', include: GUEST } },
     ],
     sequence: { sequencer: NewcomerFirst },
   },

@@ -4,14 +4,14 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { applyDeclaration, type HostEnv } from '../src/apply/apply.js';
-import { hostHandlers } from '../src/host/environment.js';
-import type { ArchiveObjects } from '../src/archive/objects.js';
-import { receiveDeclaration } from '../src/declaration/load.js';
-import type { Declaration, Resource } from '../src/declaration/schema.js';
-import { systemAccounts } from '../src/resources/accounts.js';
-import { Store } from '../src/store/store.js';
-import { systemClock } from '../src/system/clock.js';
+import { applyDeclaration, type HostEnv } from '../src/engine/apply/apply.js';
+import { hostHandlers } from '../src/host/env/host-environment.js';
+import type { ArchiveObjects } from '../src/kinds/archive/objects.js';
+import { receiveDeclaration } from '../src/core/declaration/load.js';
+import type { Declaration, Resource } from '../src/core/declaration/schema.js';
+import { systemAccounts } from '../src/engine/converge/unix-accounts.js';
+import { Store } from '../src/core/store/store.js';
+import { systemClock } from '../src/core/system/clock.js';
 import { fmt, median, timeIt } from './stats.js';
 
 const RUNS = { noop: 15, unpack: 5 } as const;

@@ -1,12 +1,12 @@
 /**
  * Loaded into a daemon by the link benchmark (`node --import` this file): it listens to the daemon's
- * delivery marks (src/system/trace.ts) and appends each delivery's, once its report left the outbox,
+ * delivery marks (src/core/system/trace.ts) and appends each delivery's, once its report left the outbox,
  * as one JSON line to the file named by MESH_HOST_TRACE_FILE. Nothing of the host loads it.
  */
 import { appendFileSync } from 'node:fs';
 import { subscribe } from 'node:diagnostics_channel';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
-import type { DeliveryMark, DeliveryStep } from '../src/system/trace.js';
+import type { DeliveryMark, DeliveryStep } from '../src/core/system/trace.js';
 
 /** A full collection (mark-compact) of the daemon's heap: when its pause began (epoch ms) and how long it held the thread. */
 export interface FullCollection {

@@ -11,13 +11,14 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { LinkSession } from '../src/link/session.js';
-import { systemClock } from '../src/system/clock.js';
-import { Store } from '../src/store/store.js';
-import { systemAccounts } from '../src/resources/accounts.js';
-import { BASE_HANDLERS } from '../src/resources/handlers.js';
-import { applyDeclaration, type HostEnv } from '../src/apply/apply.js';
-import { receiveDeclaration } from '../src/declaration/load.js';
-import { checkPlanRequest, previewDeclaration } from '../src/apply/preview.js';
+import { systemClock } from '../src/core/system/clock.js';
+import { Store } from '../src/core/store/store.js';
+import { systemAccounts } from '../src/engine/converge/unix-accounts.js';
+import { BASE_HANDLERS } from '../src/kinds/kind-handlers.js';
+import { applyDeclaration, type HostEnv } from '../src/engine/apply/apply.js';
+import { receiveDeclaration } from '../src/core/declaration/load.js';
+import { checkPlanRequest, previewDeclaration } from '../src/engine/apply/plan-preview.js';
+import { pinnedKeyRoot, signerRule } from '../src/core/declaration/trust-root.js';
 import { FLEET_FIRST_CONTENT, simNode, quietLogger, upReporter } from './scale-support.js';
 
 const [servers, first, count, stateRoot, publicKey] = process.argv.slice(2) as [string, string, string, string, string];
@@ -50,7 +51,7 @@ for (let i = Number(first); i < Number(first) + hosts; i++) {
       inventory: async () => ({}),
       heartbeat: () => ({ node }),
       plan: async (request, limit) => {
-        const checked = await checkPlanRequest(request, { node, publicKey });
+        const checked = await checkPlanRequest(request, { node, rule: signerRule([pinnedKeyRoot(publicKey)]) });
         if ('outcome' in checked) return checked;
         return previewDeclaration(env, checked.received, { diff: checked.diff, limit });
       },

@@ -1,14 +1,14 @@
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
-import { digestOf, newOperatorKey, sign } from '../src/declaration/envelope.js';
+import { digestOf, newOperatorKey, sign } from '../src/core/declaration/envelope.js';
 import { ensureWire } from '../src/link/control.js';
 import { DECLARATIONS_BUCKET, heartbeatSubject, reportMessageId, reportSubject } from '../src/link/wire.js';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
 import { spawnSync } from 'node:child_process';
 import { projectDir } from '../test/support/cli.js';
 import { loadAverage, median } from './stats.js';
-import { newNkeySeed } from '../src/declaration/nkey.js';
+import { newNkeySeed } from '../src/core/declaration/nkey.js';
 import { reportSigner, type ReportSigner } from '../src/link/report-trust.js';
 import { Enrolments } from '../src/link/enrolment.js';
 

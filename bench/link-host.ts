@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
-import { sign } from '../src/declaration/envelope.js';
+import { sign } from '../src/core/declaration/envelope.js';
 import { DECLARATIONS_BUCKET } from '../src/link/wire.js';
-import type { Resource } from '../src/declaration/schema.js';
+import type { Resource } from '../src/core/declaration/schema.js';
 import { enrolledHost, type HostFixture } from '../test/support/daemon.js';
 
 /** One delivery as the control side saw it: from its put to the report heard, in ms, and both instants (epoch ms). */

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { DeliveryStep } from '../src/system/trace.js';
+import type { DeliveryStep } from '../src/core/system/trace.js';
 import type { FullCollection, TracedDelivery } from './delivery-trace.js';
 import { linkedHost, type Delivered } from './link-host.js';
 import { fmt, median, percentile } from './stats.js';

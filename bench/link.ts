@@ -2,10 +2,11 @@ import { execFileSync } from 'node:child_process';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
 import { unitNodeFlags } from '../test/support/daemon.js';
 import { cpuTicks, fmt, HZ, loadAverage, machineTicks, majorFaults, median, percentile, rssMb, statusMb } from './stats.js';
-import { MEMORY_ENV } from '../src/release/units.js';
+import { MEMORY_ENV } from '../src/host/release/release-units.js';
 import { linkedHost } from './link-host.js';
 import { traceDeliveries } from './link-trace.js';
 import { linkAgainst } from './link-against.js';
+import { linkThreshold } from './link-threshold.js';
 import { QUIET, settle, type Settled } from './settle.js';
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -98,6 +99,7 @@ export async function benchLink(): Promise<string[]> {
     await linked.close();
     const breakdown = await traceDeliveries(server.url, nodeFlags, 250);
     const against = await linkAgainst(server.url, nodeFlags);
+    const threshold = await linkThreshold(nodeFlags);
     return [
       '## The link (a real nats-server on loopback, `mesh-host run` as a process)',
       '',
@@ -141,6 +143,10 @@ export async function benchLink(): Promise<string[]> {
       'beside the sender (the worker\'s end, from the head\'s rename) or come after the report is heard.',
       '',
       ...breakdown,
+      '',
+      '### A delivery\'s verification under a threshold of 2',
+      '',
+      ...threshold,
       ...(against.length > 0 ? ['', '### Against an earlier build', '', ...against] : []),
     ];
   } finally {

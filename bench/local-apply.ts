@@ -1,7 +1,7 @@
-import { applyDeclaration, type HostEnv } from '../src/apply/apply.js';
-import { receiveDeclaration } from '../src/declaration/load.js';
-import type { Declaration, Resource } from '../src/declaration/schema.js';
-import type { Report } from '../src/report/report.js';
+import { applyDeclaration, type HostEnv } from '../src/engine/apply/apply.js';
+import { receiveDeclaration } from '../src/core/declaration/load.js';
+import type { Declaration, Resource } from '../src/core/declaration/schema.js';
+import type { Report } from '../src/engine/report/report.js';
 
 /**
  * The apply path in-process, as `mesh-host apply FILE` runs it, each call a new sequence: what the

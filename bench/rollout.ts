@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { newOperatorKey } from '../src/declaration/envelope.js';
+import { newOperatorKey } from '../src/core/declaration/envelope.js';
 import { ensureWire } from '../src/link/control.js';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
 import { projectDir } from '../test/support/cli.js';

@@ -6,10 +6,12 @@ import { join } from 'node:path';
 import { benchConverge, convergeNotes, convergeTable, CONVERGE_RUNS, type ConvergeFigures } from './converge.js';
 import { benchStartup } from './startup.js';
 import { benchServices } from './services.js';
+import { benchPackages } from './packages.js';
 import { benchContainers } from './containers.js';
 import { benchLink } from './link.js';
 import { benchFleet } from './fleet.js';
 import { benchFleetPlan } from './fleet-plan.js';
+import { benchFleetSend } from './fleet-send.js';
 import { benchFleetView } from './fleet-view.js';
 import { benchRollout } from './rollout.js';
 import { benchWatch } from './watch.js';
@@ -19,6 +21,8 @@ import { benchRelease } from './release.js';
 import { loadAverage, machine } from './stats.js';
 import { benchPeers } from './peers.js';
 import { benchCrash } from './crash.js';
+import { benchPowerCut } from './powercut.js';
+import { benchPowercutModel } from './powercut-model.js';
 import { benchFuzz } from './fuzz.js';
 import { benchScale } from './scale.js';
 import { benchStatus } from './status.js';
@@ -56,8 +60,8 @@ const out = () => {
       '# Benchmarks',
       '',
       'Written by `npm run bench` (bench/). Figures are medians of repeated runs on one machine in one run; compare them as ratios,',
-      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, containers, link, fleet, peers, watch, watch-daemon, scale, page, archive, release) runs one part and keeps the others;',
-      'crash, fuzz and newcomer take many minutes, and fleet-view is a comparison against an earlier build (FLEET_VIEW_AGAINST=DIR): they run only when named (`npm run fuzz` is `npm run bench -- fuzz`). Every run keeps the sections it does not write.',
+      'since the machine is shared and noisy. `npm run bench -- converge` (or startup, services, packages, containers, link, fleet, peers, watch, watch-daemon, scale, page, archive, release) runs one part and keeps the others;',
+      'crash, powercut, powercut-model, fuzz and newcomer take many minutes, and fleet-view is a comparison against an earlier build (FLEET_VIEW_AGAINST=DIR): they run only when named (`npm run fuzz` is `npm run bench -- fuzz`). Every run keeps the sections it does not write.',
       '',
       `Machine: ${machine()}`,
       '',
@@ -92,9 +96,10 @@ const parts: Array<{ name: string; sections: () => Promise<string[]>; alone?: bo
   { name: 'startup', sections: benchStartup },
   { name: 'converge', sections: convergeSection },
   { name: 'services', sections: benchServices },
+  { name: 'packages', sections: benchPackages },
   { name: 'containers', sections: benchContainers },
   { name: 'link', sections: benchLink },
-  { name: 'fleet', sections: async () => [...(await benchFleet()), '', ...(await benchFleetPlan()), '', ...(await benchRollout())] },
+  { name: 'fleet', sections: async () => [...(await benchFleet()), '', ...(await benchFleetPlan()), '', ...(await benchRollout()), '', ...(await benchFleetSend())] },
   { name: 'scale', sections: benchScale },
   // A minute or two to fill 10,000 nodes, and meant to run against an earlier build (FLEET_VIEW_AGAINST).
   { name: 'fleet-view', sections: benchFleetView, alone: true },
@@ -103,6 +108,10 @@ const parts: Array<{ name: string; sections: () => Promise<string[]>; alone?: bo
   { name: 'peers', sections: peersSection },
   // CRASH_INSTANTS narrows it.
   { name: 'crash', sections: () => benchCrash(Number(process.env.CRASH_INSTANTS ?? 200)), alone: true },
+  // Tens of minutes: every cut is two boots of an emulated guest. POWERCUT_CUTS narrows it, POWERCUT_SCENARIOS picks.
+  { name: 'powercut', sections: () => benchPowerCut(Number(process.env.POWERCUT_CUTS ?? 20), process.env.POWERCUT_SCENARIOS?.split(',')), alone: true },
+  // Minutes: every tree a power cut could leave at every cut point of four works. POWERCUT_FILES sizes them.
+  { name: 'powercut-model', sections: () => benchPowercutModel(Number(process.env.POWERCUT_FILES ?? 50)), alone: true },
   // MESH_FUZZ_COUNT narrows it.
   { name: 'fuzz', sections: () => benchFuzz(Number(process.env.MESH_FUZZ_COUNT ?? 100_000)), alone: true },
   { name: 'watch', sections: benchWatch },

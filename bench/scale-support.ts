@@ -1,7 +1,7 @@
 /** What the scale benchmarks share: the servers' processes, their figures, and the simulated hosts' names. */
 import { execFileSync } from 'node:child_process';
 import { errors } from '@nats-io/transport-node';
-import type { Logger } from '../src/system/log.js';
+import type { Logger } from '../src/core/system/log.js';
 
 /** The nats-server processes listening on these client ports (each started by the benchmark itself). */
 export function serverPids(ports: number[]): number[] {

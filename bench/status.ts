@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Resource } from '../src/declaration/schema.js';
-import { yielder } from '../src/system/yielder.js';
+import type { Resource } from '../src/core/declaration/schema.js';
+import { yielder } from '../src/core/system/yielder.js';
 import { control, enrolledHost, unitNodeFlags } from '../test/support/daemon.js';
 import { NatsServer, natsUnavailable } from '../test/support/nats.js';
 import { fmt, loadAverage, median, percentile } from './stats.js';

@@ -1,10 +1,10 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { systemdManager } from '../src/services/systemd.js';
-import { silentLogger } from '../src/system/log.js';
-import { watchFootprint } from '../src/watch/footprint.js';
-import { unitProbe } from '../src/watch/probes.js';
-import { watchUnits } from '../src/watch/units.js';
+import { systemdManager } from '../src/machine/services/systemd.js';
+import { silentLogger } from '../src/core/system/log.js';
+import { watchFootprint } from '../src/host/watch/footprint.js';
+import { unitProbe } from '../src/kinds/service/unit-probe.js';
+import { watchUnits } from '../src/kinds/service/unit-watch.js';
 import { containerUnavailable } from '../test/support/systemd-container.js';
 import { withSleepers } from './sleepers.js';
 

@@ -1,6 +1,6 @@
-import { orderConflict, type HeldMark, type Mark } from '../src/declaration/order.js';
+import { orderConflict, type HeldMark, type Mark } from '../src/core/declaration/order.js';
 import type { PauseOrder } from './pause.js';
-import type { Delivery, LifecycleContext, Pending, ReportRef, Work } from './lifecycle-types.js';
+import type { Delivery, LifecycleContext, LoadedStore, Pending, ReportRef, Work } from './lifecycle-types.js';
 
 /* What the lifecycle decides its queue and its outbox with: pure functions of its context. */
 
@@ -37,18 +37,22 @@ export function deliveryRefusal(context: LifecycleContext, delivery: Delivery): 
   return orderConflict(delivery, heldMarks(context));
 }
 
-/** Reports merged into the outbox: in sequence order, each once, none the mesh already acknowledged. */
-export function withReports(context: LifecycleContext, reports: readonly ReportRef[]): ReportRef[] {
-  const known = new Set(context.outbox.map((r) => r.sequence));
-  const fresh: ReportRef[] = [];
-  for (const r of reports) {
-    if (r.sequence <= context.sentThrough || known.has(r.sequence)) continue;
-    known.add(r.sequence);
-    fresh.push({ sequence: r.sequence });
-  }
-  if (fresh.length === 0) return context.outbox;
-  // The report being sent stays first: what is found later is never sent ahead of it.
-  const [head, ...rest] = context.outbox;
-  const sorted = [...rest, ...fresh].sort((a, b) => a.sequence - b.sequence);
-  return head ? [head, ...sorted] : sorted;
+/**
+ * A report told ready joins the end of the outbox. The outbox's watch is the one teller and tells each
+ * report once, oldest first, so a report is always newer than those queued and sent; one that is not
+ * would leave out of order, and is not queued.
+ */
+export function queued(context: LifecycleContext, report: ReportRef): ReportRef[] {
+  const newest = Math.max(context.sentThrough, context.outbox.at(-1)?.sequence ?? 0);
+  return report.sequence > newest ? [...context.outbox, { sequence: report.sequence }] : context.outbox;
+}
+
+/**
+ * What waits after a start: the last apply failed (a genesis' whose fault was put right, a full disk
+ * since freed), so one reconcile tries it again, saying why; a delivery pending converges it anyway.
+ */
+export function retriedAtStart(pending: Pending | undefined, loaded: LoadedStore): Pending | undefined {
+  if (loaded.lastFailed === undefined || pending?.kind === 'delivery') return pending;
+  const why = `the last apply (report ${loaded.lastFailed.report}) failed${loaded.lastFailed.message ? `: ${loaded.lastFailed.message}` : ''}; it is tried again as the host starts`;
+  return { kind: 'reconcile', found: [...(pending?.found ?? []), why] };
 }

@@ -1,4 +1,4 @@
-import type { Mark } from '../src/declaration/order.js';
+import type { Mark } from '../src/core/declaration/order.js';
 import type { Pause, PauseOrder } from './pause.js';
 
 /* The lifecycle's types: what it is told, what it keeps, what its actors give it. */
@@ -14,7 +14,7 @@ export interface Delivery extends Mark {
 /** A delivery refused before anything was kept: the worker reports it, in its turn, like any other work. */
 export interface Refused {
   /** Why, as a kind (`stale` for the order rule; the intake's own, `forged` say, for what did not verify). */
-  kind: 'stale' | 'forged' | 'wrong-node' | 'invalid' | 'unsupported' | 'mode' | 'state' | 'unappliable';
+  kind: 'stale' | 'forged' | 'retired' | 'unapproved' | 'wrong-node' | 'invalid' | 'unsupported' | 'mode' | 'state' | 'unappliable';
   message: string;
   /** The delivery, when the machine ordered it and refused it. */
   delivery?: Delivery;
@@ -42,12 +42,10 @@ export interface DeferredLock {
   endsInMs: number;
 }
 
-/** A report made (by the worker or a command run by hand), waiting in the outbox. */
+/** A report made (by the worker or a command run by hand), waiting in the outbox: the outbox tells of it once it may leave. */
 export type ReportRef = { sequence: number };
 
 export interface WorkerOutput {
-  /** Every report waiting in the outbox when the worker finished, its own included (none for a silent reconcile). */
-  reports?: ReportRef[];
   /** The mode recorded after the apply. */
   mode?: Mode;
   /** The last applied declaration as the store records it after the apply. */
@@ -61,8 +59,6 @@ export interface WorkerOutput {
 export interface LoadedStore {
   enrolled: boolean;
   mode?: Mode;
-  /** Reports made before and not yet acknowledged, oldest first. */
-  outbox: ReportRef[];
   /** The last applied declaration, as the store records it. */
   applied?: Mark;
   /** The kept declaration, when there is one and it opens. */
@@ -73,6 +69,8 @@ export interface LoadedStore {
   paused?: PauseOrder;
   /** What the store keeps held off for a lock: watched from the start. */
   deferred?: DeferredLock[];
+  /** The last apply failed (its report, and what it said): tried again at the start. */
+  lastFailed?: { report: number; message?: string };
 }
 
 /** What the host was started with. */
@@ -92,13 +90,15 @@ export interface LifecycleContext {
   /** The value of the node's key this host last took: read again, it is not a new delivery. */
   keyValue?: KeyValue;
   ending?: Ending;
-  /** Reports waiting, in sequence order, each once. */
+  /** Reports told ready and not yet acknowledged, in sequence order, each once. */
   outbox: ReportRef[];
   /** The newest report the mesh acknowledged: a report at or below it was sent already. */
   sentThrough: number;
   mode?: Mode;
   /** The genesis bundle not yet tried. */
   bundle?: unknown;
+  /** This host ran genesis with its bundle since it was started. */
+  genesisTried?: boolean;
   /** Why the host could not start, when it could not. */
   failure?: string;
   /** The apply in flight outlasted the grace and was left running when the host ended. */
@@ -130,8 +130,12 @@ export type LifecycleEvent =
   | ({ type: 'PAUSE' } & PauseOrder)
   /** `mesh-host resume` removed the pause from the store. */
   | { type: 'UNPAUSE' }
-  /** A report made outside the worker (a command run by hand), waiting in the outbox. */
-  | { type: 'REPORT_MADE'; report: ReportRef }
+  /**
+   * The one way a report reaches the lifecycle: the outbox's watch tells of each report that may leave,
+   * once, oldest first (those waiting at the start, each the worker commits, each a command run by hand
+   * leaves there).
+   */
+  | { type: 'REPORT_READY'; report: ReportRef }
   /** What the apply just ended held off for a lock (raised after it; the newest apply decides). */
   | { type: 'DEFERRED'; deferred?: DeferredLock[] }
   /** The lock watcher saw a lock let go: its file gone, or its holder dead. */

@@ -1,6 +1,6 @@
 import { assign, fromCallback, fromPromise, not, raise, setup, type ActorRefFrom } from 'xstate';
-import { markOf } from '../src/declaration/order.js';
-import { deliveryRefusal, givenBack, pauseFrom, withReports } from './lifecycle-queue.js';
+import { markOf } from '../src/core/declaration/order.js';
+import { deliveryRefusal, givenBack, pauseFrom, queued, retriedAtStart } from './lifecycle-queue.js';
 import type { PauseOrder } from './pause.js';
 import type { DeferredLock, Delivery, Ending, LifecycleContext, LifecycleEvent, LifecycleInput, LoadedStore, Mode, Refused, ReportRef, Work, WorkerOutput } from './lifecycle-types.js';
 
@@ -45,7 +45,11 @@ export const lifecycleMachine = setup({
     pauseWatch: fromCallback(() => () => {}),
     /** Watches the locks of the steps held off (input: them) and sends LOCK_RELEASED when one is let go. It only enqueues. */
     lockWatch: fromCallback<LifecycleEvent, { locks: DeferredLock[] }>(() => () => {}),
-    /** Watches the outbox and sends REPORT_MADE for a report made outside this host's worker. */
+    /**
+     * The one way a report reaches the machine: tells REPORT_READY of each report the outbox holds that may
+     * leave, once, oldest first: those waiting when serving begins, each the worker commits (its head
+     * renamed, before the worker ends), each a command run by hand leaves there. It decides nothing.
+     */
     outboxWatch: fromCallback(() => () => {}),
     /**
      * Watches the units and the footprint while no apply runs, and sends DRIFT_FOUND. It only enqueues: it
@@ -72,6 +76,8 @@ export const lifecycleMachine = setup({
   guards: {
     enrolled: (_, params: { loaded: LoadedStore }) => params.loaded.enrolled,
     ending: ({ context }) => context.ending !== undefined,
+    /** Ending with refusals waiting: they are reported (a quick write, no apply) before the host quiesces, never dropped. */
+    endingWithRefusals: ({ context }) => context.ending !== undefined && context.refused.length > 0,
     hasBundle: ({ context }) => context.bundle !== undefined,
     /** Refusals are reported even while paused; an apply waits for the pause to end. */
     hasWork: ({ context }) => (context.pending !== undefined && context.pause === undefined) || context.refused.length > 0,
@@ -122,7 +128,6 @@ export const lifecycleMachine = setup({
       context.refused.length > 0 ? { inFlight: { kind: 'refusals' as const, refused: context.refused }, refused: [] } : { inFlight: context.pending, pending: undefined }),
     finishApply: assign(({ context }, params: { output: WorkerOutput }) => ({
       inFlight: undefined,
-      outbox: withReports(context, params.output.reports ?? []),
       mode: params.output.mode ?? context.mode,
       applied: params.output.applied ?? context.applied,
     })),
@@ -131,7 +136,6 @@ export const lifecycleMachine = setup({
     giveBack: assign(({ context }, params: { output: WorkerOutput }) => ({
       inFlight: undefined,
       pending: givenBack(context.pending, context.inFlight),
-      outbox: withReports(context, params.output.reports ?? []),
       ...pauseFrom(params.output.paused!),
     })),
     raiseDeferred: raise((_, params: { output: WorkerOutput }) => ({ type: 'DEFERRED' as const, ...(params.output.deferred ? { deferred: params.output.deferred } : {}) })),
@@ -149,18 +153,21 @@ export const lifecycleMachine = setup({
     unpause: assign({ pause: () => undefined, pauseEndsInMs: () => undefined }),
     sayMode: raise(({ context }) => ({ type: 'MODE_IS' as const, mode: context.mode ?? 'adopted' })),
     sent: assign(({ context }) => ({ outbox: context.outbox.slice(1), sentThrough: Math.max(context.sentThrough, context.outbox[0]?.sequence ?? 0) })),
-    queueReport: assign(({ context }, params: { report: ReportRef }) => ({ outbox: withReports(context, [params.report]) })),
+    queueReport: assign(({ context }, params: { report: ReportRef }) => ({ outbox: queued(context, params.report) })),
     requestStop: assign({ ending: () => 'stop' as const }),
     requestStandAside: assign({ ending: ({ context }) => context.ending ?? ('standAside' as const) }),
     requestMove: assign({ ending: ({ context }) => context.ending ?? ('move' as const) }),
     raiseEnd: raise({ type: 'END_REQUESTED' as const }),
     loaded: assign((_, params: { loaded: LoadedStore }) => {
-      const { mode, outbox, applied, kept, keyValue, paused, deferred } = params.loaded;
-      // What the outbox holds on disk is what waits: the acknowledged mark starts again below it.
-      return { mode, outbox, applied, kept, keyValue, sentThrough: 0, deferred: deferred ?? [], ...(paused ? pauseFrom(paused) : { pause: undefined, pauseEndsInMs: undefined }) };
+      const { mode, applied, kept, keyValue, paused, deferred } = params.loaded;
+      // What the outbox holds on disk is told again by its watch once serving begins: the queue and the acknowledged mark start again.
+      return { mode, outbox: [], applied, kept, keyValue, sentThrough: 0, deferred: deferred ?? [], ...(paused ? pauseFrom(paused) : { pause: undefined, pauseEndsInMs: undefined }) };
     }),
+    /** A start after an apply that failed (a genesis' among them) tries it again at once, saying why, not after a tick (but not just after the genesis this host ran itself). */
+    retryFailed: assign(({ context }, params: { loaded: LoadedStore }) => ({ pending: context.genesisTried ? context.pending : retriedAtStart(context.pending, params.loaded) })),
     failedToStart: assign({ failure: (_, params: { error: unknown }) => String(params.error) }),
-    bundleTried: assign({ bundle: () => undefined }),
+    /** The bundle was tried: its apply, failed or not, was just reported; a failure is tried again at the next start, not now. */
+    bundleTried: assign({ bundle: () => undefined, genesisTried: () => true }),
     clearEnding: assign({ ending: () => undefined }),
     abandonApply: assign({ ending: () => 'stop' as const, abandoned: () => true }),
   },
@@ -189,7 +196,11 @@ export const lifecycleMachine = setup({
         src: 'loadStore',
         onDone: [
           { guard: 'ending', target: 'quiescing', actions: { type: 'loaded', params: ({ event }) => ({ loaded: event.output }) } },
-          { guard: { type: 'enrolled', params: ({ event }) => ({ loaded: event.output }) }, target: 'serving', actions: { type: 'loaded', params: ({ event }) => ({ loaded: event.output }) } },
+          {
+            guard: { type: 'enrolled', params: ({ event }) => ({ loaded: event.output }) },
+            target: 'serving',
+            actions: [{ type: 'loaded', params: ({ event }) => ({ loaded: event.output }) }, { type: 'retryFailed', params: ({ event }) => ({ loaded: event.output }) }],
+          },
           { target: 'unenrolled', actions: { type: 'loaded', params: ({ event }) => ({ loaded: event.output }) } },
         ],
         onError: { target: 'stopped', actions: { type: 'failedToStart', params: ({ event }) => ({ error: event.error }) } },
@@ -252,7 +263,7 @@ export const lifecycleMachine = setup({
         // A paused host skips the timer's reconciles; what its watchers find waits for the resume.
         RECONCILE_TICK: { guard: not('paused'), actions: 'enqueueReconcile' },
         DRIFT_FOUND: { actions: { type: 'enqueueFound', params: ({ event }) => ({ found: event.found }) } },
-        REPORT_MADE: { actions: { type: 'queueReport', params: ({ event }) => ({ report: event.report }) } },
+        REPORT_READY: { actions: { type: 'queueReport', params: ({ event }) => ({ report: event.report }) } },
       },
       states: {
         mode: {
@@ -283,6 +294,7 @@ export const lifecycleMachine = setup({
               // Between applies only: an apply's own writes never reach a watcher.
               invoke: { id: 'watchers', src: 'watchers' },
               always: [
+                { guard: 'endingWithRefusals', target: 'applying', actions: 'takeWork' },
                 { guard: 'ending', target: '#host.quiescing' },
                 { guard: 'hasWork', target: 'applying', actions: 'takeWork' },
               ],
@@ -307,7 +319,8 @@ export const lifecycleMachine = setup({
               },
               initial: 'running',
               states: {
-                running: { on: { END_REQUESTED: 'draining' } },
+                // Ending (asked now, or before the refusals waiting were taken to be reported): bounded by the grace.
+                running: { always: { guard: 'ending', target: 'draining' } },
                 // Ending between applies: the apply in flight is never cancelled; after the grace the
                 // host quiesces anyway and the apply's own save is refused. It then stops, whatever
                 // ending was asked: standing aside or moving on with an apply still running would let

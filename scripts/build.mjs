@@ -9,6 +9,7 @@ import { build } from 'esbuild';
 import { compileBundle } from '../bin/bundle.js';
 import { buildInfo } from './build-info.mjs';
 import { APART, apartBundle, asciiOnly, programBundle } from './bundle.mjs';
+import { writeManPages } from './man-pages.mjs';
 import { writeUnits } from './units.mjs';
 
 rmSync('dist/bin', { recursive: true, force: true });
@@ -17,7 +18,7 @@ const info = buildInfo();
 
 for (const program of ['mesh-host', 'meshctl']) {
   const outfile = `dist/bin/${program}.cjs`;
-  await build(programBundle({ entry: `src/cli/${program}.ts`, outfile, info, apart: true }));
+  await build(programBundle({ entry: `src/programs/${program}.ts`, outfile, info, apart: true }));
   asciiOnly(outfile);
   // meshctl's cache holds what V8 compiles up front (the module wrappers, the top level); the functions
   // a command runs are compiled when first called, as without it. mesh-host's is made below, after a
@@ -36,3 +37,6 @@ execFileSync(process.execPath, ['scripts/warm-cache.mjs', 'dist/bin/mesh-host.cj
 
 // packaging/ holds the service definitions the installer writes, for the default paths.
 writeUnits('packaging');
+
+// A man page for each program, from the same spec as its --help (src/cli/programs.ts, as tsc built it).
+await writeManPages('dist/man', info);

@@ -23,7 +23,9 @@ The machine has ${json.states.length} state nodes and ${json.transitions.length}
   goes to **unenrolled**. Started with \`--bundle FILE --mode M\`, it enrols itself once through the one
   genesis path (**genesis**), then starts again; without a bundle, or after a refused one, it waits,
   looking again every few seconds, until \`mesh-host genesis\` has enrolled it. A store that cannot be
-  read stops the host.
+  read stops the host. A start whose store says the last apply failed (a genesis whose fault was put
+  right since, a disk since freed) asks at once for one reconcile that says why; not just after the
+  genesis the host ran itself, whose failure it has just reported.
 - **serving** is parallel: its regions run side by side. **mode** follows the recorded mode (adopted or
   converged); **link** is up or down as the connection to the mesh goes; **reconcile** runs the timer,
   which only enqueues; **worker** takes the one pending declaration when it starts, applies it once and
@@ -35,8 +37,9 @@ The machine has ${json.states.length} state nodes and ${json.transitions.length}
   pending slot; the kept value read again after a restart is not a new delivery.
 - A delivery and a reconcile tick never apply anything themselves: they fill the one pending slot
   (newest wins; a tick never displaces a delivery). Only \`worker.applying\` applies.
-- The **outbox** region also watches the outbox folder: a report made by a command run by hand while the
-  host serves is sent in sequence order, once, like the host's own.
+- The **outbox** region's watch is the one way a report reaches the machine (**REPORT_READY**): what waits
+  when serving begins, each report the worker commits (told before the worker ends), and each one a command
+  run by hand leaves while the host serves, each told once, oldest first, and sent in that order.
 - The **pause** region follows \`mesh-host pause\` and \`resume\` (a watch of the store's head tells it;
   a start reads it from the store). While **paused** (or **pausedUntil**, which ends by itself after
   \`--for\`), the worker takes no apply: deliveries are kept and fill the slot (newest wins), ticks are
@@ -49,8 +52,9 @@ The machine has ${json.states.length} state nodes and ${json.transitions.length}
   store. While **waiting**, the lock watcher only enqueues: **LOCK_RELEASED** (the lock's file gone, or
   its holder dead), or the first bound running out (\`inhibitMaxMs\`), asks for one reconcile that says
   why (a pending delivery does it anyway), and that apply says what still waits.
-- **STOP**, **STAND_ASIDE** and **MOVE** all end between applies: an idle worker goes straight to
-  **quiescing**; an applying one goes to \`applying.draining\` and waits for its apply (never cancelled),
+- **STOP**, **STAND_ASIDE** and **MOVE** all end between applies: an idle worker with refusals waiting
+  reports them first (a write of reports, no apply; their reports wait in the outbox for the next start
+  if they cannot leave now), then goes to **quiescing**; an applying one goes to \`applying.draining\` and waits for its apply (never cancelled),
   for at most the grace of 60 s. After the grace the host quiesces anyway and *stops*, whatever ending
   was asked: standing aside or moving with an apply still running would let the next apply overlap it.
 - **quiescing** lets no save start any more. Then the host is **stopped**, or **standingAside** (the lock

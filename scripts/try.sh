@@ -31,6 +31,8 @@ echo
 
 echo "== a nats-server for the mesh on $server, in operator mode: meshctl init makes its operator, accounts and credentials"
 ./bin/meshctl init "$scratch/mesh" --port "$port" --leaf-port "$leaf_port" --log-level warn
+# Each log is made before its process starts: the waits below read it at once.
+: > "$scratch/nats.log"; : > "$scratch/daemon.log"; : > "$scratch/serve.log"
 nats-server -c "$scratch/mesh/nats-server.conf" > "$scratch/nats.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do grep -q 'Server is ready' "$scratch/nats.log" && break; sleep 0.1; done
@@ -92,9 +94,11 @@ wait_reports 2
 ./bin/meshctl send example "$scratch/example-update.json" --log-level warn
 wait_reports 3
 echo
-echo "== meshctl reports --node example (one line a report: sequence, trigger, outcome, steps; then each step that changed something)"
-./bin/meshctl reports --node example --log-level warn \
-  | node -e 'require("readline").createInterface({input:process.stdin}).on("line",l=>{const r=JSON.parse(l);const c={};for(const n of Object.values(r.unchanged||{}))c.unchanged=(c.unchanged||0)+n;for(const s of r.steps)c[s.status]=(c[s.status]||0)+1;console.log(`report ${r.sequence}: ${r.trigger} ${r.outcome} (${Object.entries(c).map(([k,v])=>v+" "+k).join(", ")})`);for(const s of r.steps)if(s.status!=="unchanged")console.log(`  ${s.status} ${s.type} ${s.resource} ${s.target}`)})'
+echo "== meshctl reports --node example --text (one line a report: when, node, sequence, trigger, outcome, steps, the declaration; then each step that did something)"
+./bin/meshctl reports --node example --text --log-level warn
+echo
+echo "== meshctl history example --text (every declaration the node was given: its number, when, its outcome by the reports, who signed it, what it changed)"
+./bin/meshctl history example --text --log-level warn
 echo
 echo "== meshctl send example-update.json --all (one send to every node with a key: each gets its own numbered, signed copy; a node whose key holds it already is skipped)"
 ./bin/meshctl send "$scratch/example-update.json" --all --log-level warn
@@ -112,7 +116,7 @@ echo "== a container, its image from the mesh's object store (no registry): an i
 node scripts/busybox-image.mjs "$scratch/busybox.tar"
 ./bin/meshctl put-image "$scratch/busybox.tar" --name busybox-try.tar --log-level warn | tee "$scratch/put-image.out"
 # MESH_CONTAINER_SOCKET names an engine elsewhere (a podman system service in a container, say).
-socket=${MESH_CONTAINER_SOCKET:-$(node -e 'import("./dist/src/containers/socket.js").then(async (m) => { const r = await m.engineSocket(undefined); console.log("socket" in r ? r.socket : "") })')}
+socket=${MESH_CONTAINER_SOCKET:-$(node -e 'import("./dist/src/kinds/container/socket.js").then(async (m) => { const r = await m.engineSocket(undefined); console.log("socket" in r ? r.socket : "") })')}
 if [ -z "$socket" ]; then
   echo "no container shown: no container engine answers at /run/docker.sock or /run/podman/podman.sock on this machine (Docker, or podman's 'podman system service', serves the API a container is converged through; containerSocket in the host configuration names another)"
 else

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { usageError } from '../system/errors.js';
+import { usageError } from '../core/system/errors.js';
 
 export interface OptionSpec {
   type: 'boolean' | 'string';
@@ -9,6 +9,8 @@ export interface OptionSpec {
   value?: string;
   /** A string option that may be given more than once (`--label a=1 --label b=2`): its value is then a list. */
   multiple?: boolean;
+  /** The only values it takes, offered by shell completion and listed in the man page. */
+  choices?: readonly string[];
 }
 
 export interface CommandSpec {
@@ -19,6 +21,8 @@ export interface CommandSpec {
   options: string[];
   /** Its logs are JSON lines on stdout, for the journal (the daemon); every other command logs to stderr. */
   logsToStdout?: boolean;
+  /** The only values a positional argument takes, by its name in `args` (offered by shell completion). */
+  argChoices?: Record<string, readonly string[]>;
 }
 
 export interface ProgramSpec {

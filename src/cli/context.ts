@@ -1,10 +1,10 @@
 import type { Flags } from './args.js';
-import type { CommandRunner } from '../system/runner.js';
-import type { Clock } from '../system/clock.js';
-import type { Logger } from '../system/log.js';
-import { usageError } from '../system/errors.js';
+import type { CommandRunner } from '../core/system/runner.js';
+import type { Clock } from '../core/system/clock.js';
+import type { Logger } from '../core/system/log.js';
+import { usageError } from '../core/system/errors.js';
 
-export { DEFAULT_CONFIG, DEFAULT_STATE_DIR } from '../system/layout.js';
+export { DEFAULT_CONFIG, DEFAULT_STATE_DIR } from '../core/system/default-paths.js';
 
 /** Everything a command needs, passed in: nothing reaches for a module-level singleton. */
 export interface CommandContext {

@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { LinkAuth } from '../config/link-auth.js';
+import type { LinkAuth } from '../core/config/link-auth.js';
 import { connectLink, type LinkSettings } from '../link/connect.js';
 import { awaitJetStream } from '../link/jetstream-ready.js';
 import type { Flags } from './args.js';

@@ -1,16 +1,16 @@
-import { DEFAULT_CONFIG, DEFAULT_STATE_DIR } from '../system/layout.js';
-import type { OptionSpec, ProgramSpec } from './args.js';
+import { DEFAULT_CONFIG, DEFAULT_STATE_DIR } from '../core/system/default-paths.js';
+import type { CommandSpec, OptionSpec, ProgramSpec } from './args.js';
 
 const options: Record<string, OptionSpec> = {
   json: { type: 'boolean', help: 'machine-readable output on stdout (logs go to stderr)' },
-  'log-level': { type: 'string', value: 'LEVEL', help: 'fatal, error, warn, info, debug or trace (default info)' },
+  'log-level': { type: 'string', value: 'LEVEL', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace'], help: 'fatal, error, warn, info, debug or trace (default info)' },
   'state-dir': { type: 'string', value: 'DIR', help: `the state directory (default ${DEFAULT_STATE_DIR})` },
   config: { type: 'string', value: 'FILE', help: `the configuration (default ${DEFAULT_CONFIG})` },
   root: { type: 'string', value: 'DIR', help: 'take every declared path inside DIR (a scratch tree)' },
   'dry-run': { type: 'boolean', help: 'print the plan and change nothing' },
-  mode: { type: 'string', value: 'MODE', help: 'adopted or converged' },
-  format: { type: 'string', value: 'FORMAT', help: 'mermaid, dot or json' },
-  out: { type: 'string', value: 'DIR', help: 'where to write' },
+  mode: { type: 'string', value: 'MODE', choices: ['adopted', 'converged'], help: 'adopted or converged' },
+  format: { type: 'string', value: 'FORMAT', choices: ['mermaid', 'dot', 'json'], help: 'mermaid, dot or json' },
+  out: { type: 'string', value: 'PATH', help: "where to write: a file (bundle, node-key, node-creds), keygen's folder" },
   key: { type: 'string', value: 'FILE', help: 'the signing key (an operator nkey seed file)' },
   server: { type: 'string', value: 'URL', help: 'a NATS server (default nats://127.0.0.1:4222)' },
   creds: { type: 'string', value: 'FILE', help: 'a NATS credentials file (JWT and seed)' },
@@ -25,6 +25,13 @@ const options: Record<string, OptionSpec> = {
   'detailed-exitcodes': { type: 'boolean', help: '0 nothing changed, 2 changes applied (or planned), 4 failures, 6 both' },
   'last-report': { type: 'boolean', help: 'the newest report whole, every step (the mesh receives what changed and counts of the rest)' },
   epoch: { type: 'string', value: 'N', help: 'the epoch the declaration is sent in' },
+  add: { type: 'string', value: 'KEY', multiple: true, help: 'another control key of the new trust version: its seed file (it signs too) or its public key (O…)' },
+  threshold: { type: 'string', value: 'N', help: 'how many distinct control keys must sign a declaration (default 1)' },
+  sign: { type: 'string', value: 'FILE', multiple: true, help: 'another control key of the current trust version that signs too (a bundle, a rotation, a plan or a rollback\'s dry run, when the threshold is more than 1)' },
+  'recovery-key': { type: 'string', value: 'FILE', multiple: true, help: 'a recovery key seed file (made by meshctl init), as many as the recovery threshold' },
+  'release-key': { type: 'string', value: 'KEY', multiple: true, help: "a release key (its public key O… or seed file): the releases hosts install or update to must be signed by it" },
+  'recovery-keys': { type: 'string', value: 'N', help: 'how many recovery keys init makes (default 1)' },
+  'recovery-threshold': { type: 'string', value: 'N', help: 'how many of them must sign a recovery (default 1)' },
   replicas: { type: 'string', value: 'N', help: 'copies the mesh keeps of declarations and reports (default: one a server, up to 3)' },
   offline: { type: 'boolean', help: 'make the bundle without writing the node\'s key (the first send must come after genesis)' },
   name: { type: 'string', value: 'NAME', help: 'the archive\'s name in the store (default: the file name)' },
@@ -59,11 +66,30 @@ const options: Record<string, OptionSpec> = {
   'leaf-port': { type: 'string', value: 'PORT', multiple: true, help: "where sites' leaf nodes connect, as --port (default 7422)" },
   leaf: { type: 'string', value: 'SITE', help: "a site's leaf node for the mesh of --mesh DIR (or MESH_DIR): its nats-server configuration and credentials, in DIR/sites/SITE; --host and --port say where the site's hosts reach it" },
   'host-server': { type: 'string', value: 'URL', multiple: true, help: "the servers the host connects to, when not meshctl's own: a site's leaf node (nats://…)" },
+  text: { type: 'boolean', help: 'lines a person reads, even into a pipe (a terminal gets them anyway; --json the machine form)' },
+  since: { type: 'string', value: 'WHEN', help: 'only from then on: a time ago (30m, 12h, 7d, 2w), a day (2026-12-01, UTC) or a time (2026-12-01T09:00)' },
+  until: { type: 'string', value: 'WHEN', help: 'only before then, as --since' },
+  outcome: { type: 'string', value: 'OUTCOMES', help: 'only these outcomes: converged, failed, refused, joined by commas' },
+  resource: { type: 'string', value: 'ID|PATH', help: "only what concerns this resource (its id, or its path, unit or name): the reports where it did something, and only its steps; the declarations that changed it" },
+  sequence: { type: 'string', value: 'N', help: 'the declaration with this sequence (meshctl history NODE lists them; default the one the key holds)' },
+  to: { type: 'string', value: 'N|FILE', help: "rollback: the sequence to put back (default: the newest earlier one the node converged to that differs from what it holds); trust rotate/recover: the new control key's seed file (SO…), which signs the new trust version and becomes the mesh directory's default key" },
+  rollout: { type: 'string', value: 'ID', help: 'the nodes a rollout sent its declaration to, each put back to what it held when the rollout began' },
+  'keep-history': { type: 'string', value: 'DURATION', help: 'how long the mesh keeps each declaration a node was given (90d, 12w, forever; default 365d): init writes it for the history it makes, here it changes the mesh\'s' },
+  values: { type: 'string', value: 'FILE', help: "per-node values a declaration names ({\"$value\": \"key\"}, {\"$text\": \"…{{ key }}…\"}): the node's own, its labels', all (default: values.json in the mesh directory)" },
+  rotate: { type: 'boolean', help: "issue new credentials and revoke every one the node had before (pushed to every server)" },
+  user: { type: 'string', value: 'U…', multiple: true, help: "a NATS user's public key to revoke as well (credentials the mesh directory did not record)" },
   hub: { type: 'string', value: 'URL', multiple: true, help: "the leaf node URLs (nats-leaf://…) a site's leaf connects to (default: the mesh directory's servers)" },
 };
 const oneShot = ['dry-run', 'diff', 'detailed-exitcodes'];
 
 const globals = ['json', 'log-level'];
+/** Both programs print their own shell completion, made from their spec (src/cli/completion.ts). */
+const completion = (program: string): CommandSpec => ({
+  summary: `print the shell's completion script for ${program} (bash): source <(${program} completion bash)`,
+  args: ['SHELL'],
+  options: [],
+  argChoices: { SHELL: ['bash'] },
+});
 const linkOptions = ['server', 'creds', 'nkey', 'tls-ca', 'tls-cert', 'tls-key'];
 const hostGlobals = [...globals, 'state-dir', 'config', 'root'];
 
@@ -85,6 +111,8 @@ export const meshHostProgram: ProgramSpec = {
     install: { summary: 'install this executable as a release, the service, and enable and start it (--bundle enrols)', args: [], options: ['dry-run', 'bundle', 'mode', 'no-start'] },
     uninstall: { summary: 'stop and remove the service and the releases (the state is kept unless --purge)', args: [], options: ['dry-run', 'purge'] },
     chart: { summary: 'the lifecycle machine, for review', args: [], options: ['format'] },
+    completion: completion('mesh-host'),
+    rekey: { summary: "a new node key for this host, the change signed by the old key and the new; reports signed by the old one after it are flagged", args: [], options: [] },
   },
 };
 
@@ -94,21 +122,33 @@ export const meshctlProgram: ProgramSpec = {
   options,
   globals: [...globals, 'mesh'],
   commands: {
-    init: { summary: "a new mesh in DIR: operator, accounts, credentials, keys and nats-server configuration (operator mode); --leaf SITE: a site's leaf node", args: ['DIR?'], options: ['servers', 'host', 'port', 'cluster-port', 'leaf-port', 'leaf', 'hub'] },
+    init: { summary: "a new mesh in DIR: operator, accounts, credentials, keys, the trust root and its recovery keys, and nats-server configuration (operator mode); --leaf SITE: a site's leaf node", args: ['DIR?'], options: ['servers', 'host', 'port', 'cluster-port', 'leaf-port', 'leaf', 'hub', 'keep-history', 'recovery-keys', 'recovery-threshold', 'release-key'] },
     keygen: { summary: 'make an operator key pair in DIR', args: [], options: ['out'] },
     sign: { summary: 'sign a declaration; prints the envelope', args: ['FILE'], options: ['key'] },
-    bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'host-server', 'embed-creds', 'node-key', 'out'] },
-    send: { summary: 'put a declaration into the mesh for NODE, or each its own copy for --nodes, --select or --all', args: ['NODE?', 'FILE'], options: ['nodes', 'select', 'all', 'key', 'epoch', 'replicas', ...linkOptions] },
-    plan: { summary: 'ask each chosen host for the plan it would make for FILE, changing nothing; changes grouped across nodes', args: ['FILE'], options: ['nodes', 'select', 'all', 'diff', 'timeout', 'key', 'epoch', ...linkOptions] },
-    rollout: { summary: 'send FILE wave by wave (nodes ordered by a hash of their id), each wave\'s reports awaited; halts on the first failure', args: ['FILE?'], options: ['nodes', 'select', 'all', 'waves', 'wait', 'halt-on', 'resume', 'abort', 'key', 'epoch', 'replicas', ...linkOptions] },
+    bundle: { summary: 'make a genesis bundle', args: ['FILE'], options: ['key', 'sign', 'node', 'epoch', 'offline', 'replicas', ...linkOptions, 'host-server', 'embed-creds', 'node-key', 'out'] },
+    send: { summary: 'put a declaration into the mesh for NODE, or each its own copy for --nodes, --select or --all (rendered with its values)', args: ['NODE?', 'FILE'], options: ['nodes', 'select', 'all', 'key', 'epoch', 'values', 'replicas', 'keep-history', ...linkOptions] },
+    plan: { summary: 'ask each chosen host for the plan it would make for FILE, changing nothing; changes grouped across nodes (--diff: and the values each node\'s copy used)', args: ['FILE'], options: ['nodes', 'select', 'all', 'diff', 'timeout', 'key', 'sign', 'epoch', 'values', ...linkOptions] },
+    rollout: { summary: 'send FILE wave by wave (nodes ordered by a hash of their id), each wave\'s reports awaited; halts on the first failure', args: ['FILE?'], options: ['nodes', 'select', 'all', 'waves', 'wait', 'halt-on', 'resume', 'abort', 'key', 'epoch', 'values', 'replicas', 'keep-history', ...linkOptions] },
+    history: { summary: 'every declaration the mesh keeps for NODE: when, its outcome by the reports, who signed it, what it changed', args: ['NODE'], options: ['since', 'until', 'outcome', 'resource', 'text', 'keep-history', ...linkOptions] },
+    show: { summary: "NODE's declaration as signed (--sequence N: an earlier one), a sensitive value never shown", args: ['NODE'], options: ['sequence', 'epoch', 'text', ...linkOptions] },
+    diff: { summary: "what changed in NODE's declaration from sequence A to B (the key's now without B), resource by resource", args: ['NODE', 'A', 'B?'], options: ['epoch', 'text', ...linkOptions] },
+    rollback: { summary: 'send an earlier declaration again under a new number: NODE, --nodes, --select, --all or --rollout ID; --to N, --dry-run for the plan, --waves as a rollout', args: ['NODE?'], options: ['nodes', 'select', 'all', 'rollout', 'to', 'dry-run', 'diff', 'timeout', 'waves', 'wait', 'halt-on', 'key', 'sign', 'epoch', 'replicas', ...linkOptions] },
+    reseal: { summary: "seal NODE's secrets again to its current curve key (after its key changed), and put its declaration so", args: ['NODE'], options: ['key', 'replicas', ...linkOptions] },
     'put-archive': { summary: 'upload an archive to the mesh\'s store; prints the resource to paste', args: ['FILE'], options: ['name', 'replicas', ...linkOptions] },
     'put-image': { summary: 'upload an image archive (docker save, podman save) to the mesh\'s store; prints the image field to paste', args: ['FILE'], options: ['name', 'replicas', ...linkOptions] },
-    reports: { summary: 'read reports', args: [], options: ['follow', 'node', 'replicas', ...linkOptions] },
-    status: { summary: 'the fleet, one line a node (exit 1 when any failed, is silent or has not reported); --select by labels; with NODE, ask that host', args: ['NODE?'], options: ['select', ...linkOptions] },
+    reports: { summary: 'read reports: lines on a terminal (or --text), JSON lines into a pipe or with --json', args: [], options: ['follow', 'node', 'since', 'until', 'outcome', 'resource', 'text', 'replicas', ...linkOptions] },
+    status: { summary: 'the fleet, one line a node (exit 1 when any failed, is silent or has not reported); --select by labels; with NODE, ask that host (lines on a terminal or with --text)', args: ['NODE?'], options: ['select', 'text', ...linkOptions] },
     'node-key': { summary: "make NODE's own key pair and pin its public key in the mesh (for bundle --node-key), with its labels", args: ['NODE'], options: ['out', 'replace', 'label', ...linkOptions] },
     label: { summary: "set a node's labels (k=v), or remove one (k-)", args: ['NODE', 'LABEL…'], options: linkOptions },
     serve: { summary: 'a live, read-only web page of the fleet, its reports and each host\'s lifecycle; off loopback over HTTPS (--https-cert, --https-key) to requests bearing --token-file\'s token', args: [], options: ['listen', 'https-cert', 'https-key', 'token-file', ...linkOptions] },
-    site: { summary: "once a site's leaf node is up: its copy of the declarations and archives, and its reports' store and forward, which the hub sources; names the archives its copy lacks parts of", args: ['SITE'], options: ['replicas', ...linkOptions] },
-    'node-creds': { summary: "issue NODE's NATS credentials: its own key, subjects and read-only archives", args: ['NODE'], options: ['account-key', 'account', 'out'] },
+    site: { summary: "once a site's leaf node is up: its copy of the declarations, the trust root and archives, and its reports' store and forward, which the hub sources; names the archives its copy lacks parts of", args: ['SITE'], options: ['replicas', ...linkOptions] },
+    trust: { summary: "the mesh's trust root: 'show' (every version, and the version each host holds), 'rotate --to KEY [--add KEY…] [--threshold N]', 'recover --recovery-key FILE --to KEY', 'release --release-key KEY…' (the keys that sign releases)", args: ['ACTION', 'NODE?'], options: ['to', 'add', 'threshold', 'sign', 'recovery-key', 'release-key', 'key', ...linkOptions] },
+    approve: { summary: 'add this key\'s signature to a proposed declaration (a send, rollback, reseal or a whole rollout); delivered once it carries the trust root\'s threshold, a rollout then driven wave by wave', args: ['ID'], options: ['key', ...linkOptions] },
+    proposals: { summary: 'the declarations proposed and waiting for approval', args: [], options: linkOptions },
+    'node-creds': { summary: "issue NODE's NATS credentials: its own key, subjects and read-only archives; --rotate revokes the ones it had", args: ['NODE'], options: ['account-key', 'account', 'out', 'rotate'] },
+    'node-remove': { summary: "take NODE out of the mesh: its NATS users revoked on every server and site, its slot deleted, its key no longer trusted", args: ['NODE'], options: ['user', ...linkOptions] },
+    'account-push': { summary: "push the mesh's account JWT, as the mesh directory holds it, to every server and site again (one that missed a revocation)", args: [], options: [] },
+    'resolver-upgrade': { summary: "move a mesh made with the memory resolver to NATS's full account resolver: rewrites each server's and site's configuration (restart each after)", args: [], options: [] },
+    completion: completion('meshctl'),
   },
 };

@@ -1,7 +1,11 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, ENROLMENTS_BUCKET, HEARTBEAT_SUBJECTS, HEARTBEATS_STREAM, REPORTS_STREAM, REPORTS_SUBJECTS } from './wire.js';
-import { lazy } from '../system/interop.js';
-import { whileClusterForms } from './jetstream-ready.js';
+import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, DECLARATIONS_STREAM, ENROLMENTS_BUCKET, HEARTBEAT_SUBJECTS, HEARTBEATS_STREAM, HISTORY_STREAM, PROPOSALS_BUCKET, REPORTS_STREAM, REPORTS_SUBJECTS, TRUST_BUCKET } from './wire.js';
+import type { JetStreamManager } from '@nats-io/jetstream';
+import { lazy } from '../core/system/interop.js';
+import { streamInfoOrNone, whileClusterForms } from './jetstream-ready.js';
+
+/** JetStream's refusal to make a stream whose name another stream of other settings has. */
+const STREAM_NAME_IN_USE = 10058;
 
 /** How many copies the mesh's records keep: one a server, at most three (JetStream's useful bound). */
 export const MAX_REPLICAS = 3;
@@ -46,45 +50,80 @@ interface WirePart {
   stream: string;
   what: string;
   create(): Promise<void>;
+  /** The retention the operator asked to set on an existing stream, when there is one. */
+  keep?: () => { maxAgeNs: number } | undefined;
+}
+
+/** `365d`, `12h`: a stream's max_age (nanoseconds, 0 for ever) as the operator wrote it. */
+export function describeAge(ns: number): string {
+  if (!ns) return 'for ever';
+  const ms = ns / 1_000_000;
+  for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) if (ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}
+
+/** How long the history keeps a declaration when the operator never said: a year. */
+export const DEFAULT_KEEP_HISTORY_MS = 365 * 86_400_000;
+
+/** What the operator said of the history's retention: `keepMs` for a history made now, and `set` to change an existing one to it. */
+export interface HistoryRetention {
+  keepMs: number;
+  set: boolean;
+}
+
+/** What became of one part of the wire: made, its replicas or retention set, short of replicas, or as it was. */
+interface PartSettled {
+  created?: string;
+  changed?: string;
+  short?: string;
 }
 
 /**
- * The control side creates the declarations bucket, the reports and heartbeats streams, the enrolments
- * bucket and the archives store when missing, with replicas sized to the cluster; hosts only read and publish. An existing one is left as it is
- * unless the operator asked for a number of replicas, which is then set.
+ * Makes a missing part; nothing when this command made it, or the part as another made it a moment
+ * before (two commands at once, two bundles say, both found it missing; the server refuses the second
+ * make as "already in use", and the part is then taken as found).
  */
-export async function ensureWire(nc: NatsConnection, options: { replicas?: number } = {}): Promise<WireSetUp> {
-  const choice = chooseReplicas(nc, options.replicas);
-  const { replicas } = choice;
-  const { jetstreamManager } = await lazy(import('@nats-io/jetstream'));
-  const jsm = await jetstreamManager(nc);
-  const existing = async (name: string) => {
-    try {
-      return await jsm.streams.info(name);
-    } catch {
-      return undefined;
-    }
-  };
-  /** What became of one part of the wire: made, its replicas set, short of them, or as it was. */
-  const settle = async (part: WirePart): Promise<{ created?: string; changed?: string; short?: string }> => {
-    const info = await existing(part.stream);
-    if (!info) {
-      await whileClusterForms(() => part.create());
-      return { created: part.what };
-    }
-    if (info.config.num_replicas === replicas) return {};
-    if (options.replicas !== undefined) {
-      await jsm.streams.update(part.stream, { ...info.config, num_replicas: replicas });
-      return { changed: `${part.what} (had ${info.config.num_replicas})` };
-    }
-    if (info.config.num_replicas < replicas) return { short: `${part.what} has ${info.config.num_replicas} replica${info.config.num_replicas === 1 ? '' : 's'}` };
-    return {};
-  };
-  const kv = async (bucket: string) => {
+async function made(jsm: JetStreamManager, part: WirePart) {
+  try {
+    await whileClusterForms(() => part.create());
+    return undefined;
+  } catch (err) {
+    const found = (err as { code?: unknown }).code === STREAM_NAME_IN_USE ? await streamInfoOrNone(jsm, part.stream) : undefined;
+    if (!found) throw err;
+    return found;
+  }
+}
+
+/**
+ * One part brought to what was asked. Only the server's "no such stream" makes a part missing: a stream
+ * whose leader is being elected again (its server just lost) does not answer for a moment, and taking
+ * that for missing would make it again, with the replicas of the servers answering now, which the
+ * server refuses as another configuration.
+ */
+async function settle(jsm: JetStreamManager, part: WirePart, replicas: number, asked: number | undefined): Promise<PartSettled> {
+  const info = (await streamInfoOrNone(jsm, part.stream)) ?? (await made(jsm, part));
+  if (!info) return { created: part.what };
+  const keep = part.keep?.();
+  if (keep && info.config.max_age !== keep.maxAgeNs) {
+    await jsm.streams.update(part.stream, { ...info.config, max_age: keep.maxAgeNs, ...(asked !== undefined ? { num_replicas: replicas } : {}) });
+    return { changed: `${part.what} (kept ${describeAge(info.config.max_age)}, now ${describeAge(keep.maxAgeNs)})` };
+  }
+  if (info.config.num_replicas === replicas) return {};
+  if (asked !== undefined) {
+    await jsm.streams.update(part.stream, { ...info.config, num_replicas: replicas });
+    return { changed: `${part.what} (had ${info.config.num_replicas})` };
+  }
+  if (info.config.num_replicas < replicas) return { short: `${part.what} has ${info.config.num_replicas} replica${info.config.num_replicas === 1 ? '' : 's'}` };
+  return {};
+}
+
+/** The parts of the wire the history does not source: the buckets, the streams and the archive store. */
+function wireParts(nc: NatsConnection, jsm: JetStreamManager, replicas: number): WirePart[] {
+  const kv = async (bucket: string, history = 5) => {
     const { Kvm } = await lazy(import('@nats-io/kv'));
-    await new Kvm(nc).create(bucket, { history: 5, replicas });
+    await new Kvm(nc).create(bucket, { history, replicas });
   };
-  const parts: WirePart[] = [
+  return [
     { stream: `KV_${DECLARATIONS_BUCKET}`, what: `the bucket ${DECLARATIONS_BUCKET}`, create: () => kv(DECLARATIONS_BUCKET) },
     {
       stream: REPORTS_STREAM,
@@ -101,6 +140,10 @@ export async function ensureWire(nc: NatsConnection, options: { replicas?: numbe
     // The control side's record of each node's key, and the fleet's archives: lost with their server
     // otherwise, like the rest.
     { stream: `KV_${ENROLMENTS_BUCKET}`, what: `the bucket ${ENROLMENTS_BUCKET}`, create: () => kv(ENROLMENTS_BUCKET) },
+    // Every version of the trust root, each under its own key and written once; the declarations
+    // proposed and waiting for a second signature.
+    { stream: `KV_${TRUST_BUCKET}`, what: `the bucket ${TRUST_BUCKET}`, create: () => kv(TRUST_BUCKET, 1) },
+    { stream: `KV_${PROPOSALS_BUCKET}`, what: `the bucket ${PROPOSALS_BUCKET}`, create: () => kv(PROPOSALS_BUCKET) },
     {
       stream: `OBJ_${ARCHIVES_BUCKET}`,
       what: `the archive store ${ARCHIVES_BUCKET}`,
@@ -110,13 +153,43 @@ export async function ensureWire(nc: NatsConnection, options: { replicas?: numbe
       },
     },
   ];
+}
+
+/**
+ * The control side creates the declarations bucket, the reports and heartbeats streams, the enrolments
+ * bucket and the archives store when missing, with replicas sized to the cluster; hosts only read and publish. An existing one is left as it is
+ * unless the operator asked for a number of replicas, which is then set.
+ */
+export async function ensureWire(nc: NatsConnection, options: { replicas?: number; history?: HistoryRetention } = {}): Promise<WireSetUp> {
+  const choice = chooseReplicas(nc, options.replicas);
+  const { replicas } = choice;
+  const { jetstreamManager } = await lazy(import('@nats-io/jetstream'));
+  const jsm = await jetstreamManager(nc);
+  const settleOne = (part: WirePart) => settle(jsm, part, replicas, options.replicas);
   // The parts are independent: asked for and made at once (five round trips through a loaded cluster's
-  // meta leader one after another took long enough to matter), said in this order.
-  const settled = await Promise.all(parts.map(settle));
+  // meta leader one after another took long enough to matter), said in this order. The history sources
+  // the bucket, made first: a source to a stream not there yet is retried only after a while.
+  const settled = await Promise.all(wireParts(nc, jsm, replicas).map(settleOne));
+  settled.push(await settleOne(historyPart(jsm, replicas, options.history)));
   const created = settled.flatMap((s) => (s.created ? [s.created] : []));
   const changed = settled.flatMap((s) => (s.changed ? [s.changed] : []));
   const short = settled.flatMap((s) => (s.short ? [s.short] : []));
   return { created, changed, short, choice };
+}
+
+/**
+ * Every declaration ever put, for as long as the operator keeps it: the server sources the bucket's
+ * stream, so a put is kept whoever made it and however it was made. Roll-ups are not honoured here: a
+ * purged key's marker is kept as one more entry, and what came before it stays.
+ */
+function historyPart(jsm: JetStreamManager, replicas: number, retention: HistoryRetention | undefined): WirePart {
+  return {
+    stream: HISTORY_STREAM,
+    what: `the stream ${HISTORY_STREAM}`,
+    create: async () =>
+      void (await jsm.streams.add({ name: HISTORY_STREAM, sources: [{ name: DECLARATIONS_STREAM }], max_age: (retention?.keepMs ?? DEFAULT_KEEP_HISTORY_MS) * 1_000_000, num_replicas: replicas, allow_direct: true })),
+    keep: () => (retention?.set ? { maxAgeNs: retention.keepMs * 1_000_000 } : undefined),
+  };
 }
 
 /** One line for the operator: what was created with how many replicas and why, and what is short of them. */

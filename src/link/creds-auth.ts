@@ -1,5 +1,5 @@
 import type { Authenticator } from '@nats-io/transport-node';
-import { nkeySeed, signEd25519 } from '../declaration/nkey.js';
+import { nkeySeed, signEd25519 } from '../core/declaration/nkey.js';
 
 /** The two armoured blocks of a credentials file, as the NATS client finds them: the user JWT, then its seed. */
 const CREDS_BLOCK = /\s*(?:(?:[-]{3,}[^\n]*[-]{3,}\n)(.+)(?:\n\s*[-]{3,}[^\n]*[-]{3,}\n))/g;

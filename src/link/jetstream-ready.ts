@@ -1,5 +1,6 @@
-import type { NatsConnection } from '@nats-io/transport-node';
-import { refused } from '../system/errors.js';
+import { errors, PermissionViolationError, type NatsConnection } from '@nats-io/transport-node';
+import type { JetStreamManager, StreamInfo } from '@nats-io/jetstream';
+import { refused } from '../core/system/errors.js';
 
 /** JetStream's error when a cluster has no meta leader yet ("JetStream system temporarily unavailable"). */
 const CLUSTER_NOT_AVAILABLE = 10008;
@@ -23,7 +24,59 @@ export interface ReadyOptions {
 export async function awaitJetStream(nc: NatsConnection, options: ReadyOptions = {}): Promise<void> {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const requestMs = options.requestMs ?? 2_000;
+  // Credentials that may not ask JetStream at all (a host's, given to meshctl) are refused at once: the
+  // server says so as the request goes out, and no wait would change it.
+  const watch = watchDenied(nc, '$JS.API.');
+  const deniedRefusal = watch.denied.then((subject) => {
+    throw refused(
+      `these credentials may not read the fleet: the server refuses them ${subject}, as it refuses a host's credentials (JetStream's API is the control side's)`,
+      ["meshctl needs the mesh's own credentials: meshctl.creds in the mesh directory (--creds FILE, or --mesh DIR / MESH_DIR)"],
+      'state',
+    );
+  });
+  let over = false;
+  try {
+    await Promise.race([deniedRefusal, askJetStream(nc, options, timeoutMs, requestMs, () => over)]);
+  } finally {
+    // The asking ends too once refused: nothing is left waiting behind the refusal.
+    over = true;
+    watch.stop();
+  }
+}
+
+/**
+ * Watches the connection's status for the server's refusal to let this user publish to a subject starting
+ * with `prefix`, or subscribe where answers come back; `denied` resolves with what was refused (and never
+ * resolves otherwise).
+ */
+function watchDenied(nc: NatsConnection, prefix: string): { denied: Promise<string>; stop(): void } {
+  const statuses = nc.status()[Symbol.asyncIterator]();
+  let stopped = false;
+  const denied = (async (): Promise<string> => {
+    for (;;) {
+      const next = await statuses.next();
+      if (next.done || stopped) return new Promise<string>(() => undefined);
+      const status = next.value;
+      // The request's own publish, or the subscription its reply comes back on: either refused, it cannot be asked.
+      if (status.type === 'error' && status.error instanceof PermissionViolationError) {
+        const { operation, subject } = status.error;
+        if (operation === 'publish' && subject.startsWith(prefix)) return `publishing to ${subject}`;
+        if (operation === 'subscription') return `subscribing to ${subject} (where the answers come back)`;
+      }
+    }
+  })();
+  return {
+    denied,
+    stop: () => {
+      stopped = true;
+      void statuses.return?.();
+    },
+  };
+}
+
+async function askJetStream(nc: NatsConnection, options: ReadyOptions, timeoutMs: number, requestMs: number, over: () => boolean): Promise<void> {
   await askedWithin<void>(options, async (leftMs) => {
+    if (over()) return { done: undefined };
     try {
       const reply = await nc.request('$JS.API.INFO', undefined, { timeout: Math.min(requestMs, Math.max(1, leftMs)) });
       const body = reply.json<{ error?: { err_code?: number; description?: string } }>();
@@ -77,5 +130,30 @@ export async function whileClusterForms<T>(make: () => Promise<T>, options: Read
     }
   }, () => {
     throw refusal;
+  });
+}
+
+/** JetStream's answer for a stream that does not exist. */
+const STREAM_NOT_FOUND = 10059;
+
+/**
+ * A stream's information, or none when the server says it does not exist. A stream that does not answer
+ * (its leader lost with its server, the cluster electing another) is asked again within the bound; any
+ * other error is the command's to say.
+ */
+export async function streamInfoOrNone(jsm: JetStreamManager, name: string, options: ReadyOptions = {}): Promise<StreamInfo | undefined> {
+  let last: unknown;
+  return askedWithin<StreamInfo | undefined>(options, async () => {
+    try {
+      return { done: await jsm.streams.info(name) };
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (code === STREAM_NOT_FOUND) return { done: undefined };
+      if (!(err instanceof errors.TimeoutError) && code !== CLUSTER_NOT_AVAILABLE) throw err;
+      last = err;
+      return { again: (err as Error).message };
+    }
+  }, () => {
+    throw last;
   });
 }

@@ -1,5 +1,5 @@
 import type { Msg, MsgHdrs, NatsConnection } from '@nats-io/transport-node';
-import { lazy } from '../system/interop.js';
+import { lazy } from '../core/system/interop.js';
 
 /** The newest message of one subject, as the stream holds it. */
 export interface LatestMessage {
@@ -47,16 +47,18 @@ export async function latestPerSubject(nc: NatsConnection, stream: string, filte
     // The consumer's creation waits as long as the read: at ten thousand nodes on a loaded server it
     // took longer than the client's 5 s, and the fleet view failed with the messages all there.
     const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: timeoutMs });
-    const info = await jsm.consumers.add(stream, {
+    const info = await addConsumer(() => jsm.consumers.add(stream, {
       name,
       filter_subject: filter,
       deliver_policy: DeliverPolicy.LastPerSubject,
       ack_policy: AckPolicy.None,
       max_deliver: 1,
       mem_storage: true,
-      num_replicas: 1,
+      // As many replicas as the stream (the server's default): a one-replica consumer is placed on one of
+      // the stream's servers at random, a server killed a moment ago included (nats-server does not yet
+      // count it offline), and its creation then waits out its whole time for an answer that never comes.
       inactive_threshold: nanos(60_000),
-    });
+    }));
     try {
       for (let held = info.num_pending; held > 0; ) {
         const batch = Math.min(held, PULL_BATCH);
@@ -89,6 +91,21 @@ export async function latestPerSubject(nc: NatsConnection, stream: string, filte
     sub.unsubscribe();
   }
   return latest;
+}
+
+/**
+ * The consumer's creation, made once more when it times out: the cluster may have been electing its
+ * meta leader again (a server just lost), and answers the next time. The first, if it was made after
+ * all, goes by itself once idle.
+ */
+async function addConsumer<T>(add: () => Promise<T>): Promise<T> {
+  const { errors } = await lazy(import('@nats-io/transport-node'));
+  try {
+    return await add();
+  } catch (err) {
+    if (!(err instanceof errors.TimeoutError)) throw err;
+    return add();
+  }
 }
 
 /**

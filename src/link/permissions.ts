@@ -1,5 +1,5 @@
 import { domainApi } from './site.js';
-import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, HUB_DOMAIN, declarationSubject, declaredSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportSubject, statusSubject } from './wire.js';
+import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, HUB_DOMAIN, TRUST_BUCKET, TRUST_NOTICE_SUBJECTS, TRUST_STREAM, declarationSubject, declaredSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportSubject, statusSubject } from './wire.js';
 
 /** One subject a host's credentials allow, and why the host needs it. */
 export interface Grant {
@@ -24,6 +24,7 @@ export function hostGrants(node: string): Grant[] {
   const key = declarationSubject(node);
   return [
     { direction: 'publish', subject: `${api}.DIRECT.GET.${kvStream}.${key}`, why: 'reads its own key (a direct get that names the key in the subject, so no other key can be asked for): when a put is heard, on start, on every reconnect and on the timer' },
+    { direction: 'publish', subject: `${api}.DIRECT.GET.${TRUST_STREAM}.$KV.${TRUST_BUCKET}.*`, why: "reads the mesh's trust root, one version at a time (a direct get that names the version's key): the next version after the one it holds, on start, when a put is heard and on the timer" },
     { direction: 'publish', subject: reportSubject(node), why: 'publishes its reports into the stream' },
     { direction: 'publish', subject: heartbeatSubject(node), why: 'publishes its heartbeat' },
     { direction: 'publish', subject: `${api}.INFO`, why: 'the object store client asks whether JetStream is there before it opens the archives bucket (account totals, no names)' },
@@ -35,6 +36,8 @@ export function hostGrants(node: string): Grant[] {
     { direction: 'publish', subject: `${hubApi}.STREAM.MSG.GET.${objStream}`, why: "at a site, reads at the hub the description of an archive the site's copy lacks parts of" },
     { direction: 'publish', subject: `${hubApi}.CONSUMER.CREATE.${objStream}.*.$O.${ARCHIVES_BUCKET}.C.*`, why: "at a site, reads at the hub the chunks of an archive the site's copy lacks parts of" },
     { direction: 'subscribe', subject: key, why: 'hears every put to its own key (the value as published, read back with its revision by a direct get); no consumer on the server' },
+    { direction: 'subscribe', subject: `$KV.${TRUST_BUCKET}.*`, why: 'hears every new version of the trust root as it is put (the value is read back by a direct get)' },
+    { direction: 'subscribe', subject: TRUST_NOTICE_SUBJECTS.replace('>', '*'), why: "hears its site's notice of a new version of the trust root as it reaches the site (behind a leaf node the put's own message stays at the hub); headers only" },
     { direction: 'subscribe', subject: declaredSubject(node), why: "hears its site's notice of a put to its own key as the put reaches the site (behind a leaf node the put's own message stays at the hub); headers only" },
     { direction: 'subscribe', subject: `${hostInboxPrefix(node)}.>`, why: "its own replies: acknowledgements of its reports, answers of the JetStream API, the archive fetch's deliveries (it connects with this inbox prefix, so it cannot read another host's)" },
     { direction: 'subscribe', subject: statusSubject(node), why: 'answers status requests' },

@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
-import { nkeySeed, publicNkey, signEd25519, verifyEd25519, verifyEd25519Async } from '../declaration/nkey.js';
+import type { SealingClaim } from './sealing-trust.js';
+import { nkeySeed, publicNkey, signEd25519, verifyEd25519, verifyEd25519Async } from '../core/declaration/nkey.js';
 
 /** The headers a host's report is published with: its node key (N…), and Ed25519 over the report's bytes. */
 export const REPORT_KEY_HEADER = 'Mesh-Node-Key';
@@ -10,6 +11,8 @@ export interface ReportSigner {
   publicKey: string;
   /** The headers for these exact bytes. */
   headersFor(bytes: Uint8Array): Record<string, string>;
+  /** The host's curve key, signed by this key: every heartbeat carries it too (link/sealing-trust.ts). */
+  sealing?: SealingClaim;
 }
 
 /** A signer from a node seed (SN…); a reason when the text is not one. */
@@ -29,7 +32,8 @@ export function reportSigner(seed: string): ReportSigner | string {
  * - `unsigned`: no signature at all;
  * - `bad-signature`: the signature does not hold over these bytes;
  * - `unknown-key`: signed by a key its node never enrolled;
- * - `wrong-node`: signed, but the report names another node than the subject it came on.
+ * - `wrong-node`: signed, but the report names another node than the subject it came on;
+ * - `retired-key`: signed by a key its node retired (`mesh-host rekey`), in a report made after it did.
  * Only `verified` is trusted.
  */
 export type ReportTrust =
@@ -38,7 +42,8 @@ export type ReportTrust =
   | { verdict: 'unsigned' }
   | { verdict: 'bad-signature'; key: string; reason: string }
   | { verdict: 'unknown-key'; key: string; enrolled: string }
-  | { verdict: 'wrong-node'; key: string; named: string | null };
+  | { verdict: 'wrong-node'; key: string; named: string | null }
+  | { verdict: 'retired-key'; key: string; retiredAt: string; afterReport: number };
 
 export interface SignedReport {
   /** The node of the subject the report came on (`mesh.report.<node>`). */
@@ -47,6 +52,8 @@ export interface SignedReport {
   /** The values of the report headers, when present. */
   key?: string | undefined;
   signature?: string | undefined;
+  /** The statement of a new node key the report carries (`Mesh-Rekey`), when it carries one. */
+  rekey?: string | undefined;
 }
 
 /** Checks one report against the key its node enrolled (none: only against the key it names). */

@@ -1,14 +1,15 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { KV } from '@nats-io/kv';
 import type { JetStreamClient } from '@nats-io/jetstream';
-import type { Clock } from '../system/clock.js';
-import type { Logger } from '../system/log.js';
+import type { Clock } from '../core/system/clock.js';
+import type { Logger } from '../core/system/log.js';
 import { connectLink, type LinkSettings } from './connect.js';
-import { DECLARATIONS_BUCKET, declarationSubject, declaredSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
+import { declarationSubject, declaredSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
 import type { ReportSigner } from './report-trust.js';
 import { HeardReads, noticeOf } from './notices.js';
-import { lazy } from '../system/interop.js';
-import { markStep } from '../system/trace.js';
+import { openDeclarationsBucket } from './bucket-wait.js';
+import { lazy } from '../core/system/interop.js';
+import { markStep } from '../core/system/trace.js';
 
 export interface DeclarationValue {
   bytes: Uint8Array;
@@ -60,6 +61,7 @@ export class LinkSession {
   private timers = new Set<() => void>();
   private subs: Subscription[] = [];
   private lastRevision = 0;
+  private lastServerError = { message: '', at: 0 };
   private readonly heard = new HeardReads({ read: () => this.reread('put heard'), revision: () => this.lastRevision, pause: (ms) => this.pause(ms), closed: () => this.closed });
 
   constructor(private readonly options: LinkOptions, private readonly handlers: LinkHandlers) {}
@@ -91,20 +93,7 @@ export class LinkSession {
     const plan = this.handlers.plan?.bind(this.handlers);
     if (plan) this.answer(planSubject(node), (data) => plan(data, this.nc?.info?.max_payload ?? 1 << 20));
     this.startHeartbeat();
-    // The control side creates the bucket; until it exists the host waits, saying so. Its key is read
-    // with a direct get, which names the key in the subject: the only read a host's credentials allow
-    // (the bucket's status would list every node's key).
-    for (let attempt = 0; !this.closed; attempt++) {
-      try {
-        const kv = await new Kvm(this.nc).open(DECLARATIONS_BUCKET, { allow_direct: true });
-        await kv.get(node);
-        this.kv = kv;
-        break;
-      } catch (err) {
-        if (attempt % 10 === 0) log.warn({ err: (err as Error).message }, `link: the bucket ${DECLARATIONS_BUCKET} is not there yet (or does not allow direct gets); waiting for the control side to create it`);
-        await this.pause(500);
-      }
-    }
+    this.kv = await openDeclarationsBucket(new Kvm(this.nc), this.nc, { node, log, closed: () => this.closed, pause: (ms) => this.pause(ms) });
     if (this.closed || !this.kv) return;
     this.handlers.onUp();
     // Listening first, then reading: a put between the two is heard, one before is read.
@@ -195,6 +184,14 @@ export class LinkSession {
       if (status.type === 'disconnect') {
         this.options.log.warn({ server: status.server }, 'link: disconnected; reconnecting');
         this.handlers.onDown();
+      } else if (status.type === 'error') {
+        // The server's own words: a revoked or refused user is told so here, before the disconnect;
+        // said again only when the words change or a minute has passed, as it is refused at each try.
+        const now = Date.now();
+        if (status.error.message !== this.lastServerError.message || now - this.lastServerError.at > 60_000) {
+          this.lastServerError = { message: status.error.message, at: now };
+          this.options.log.warn({ err: status.error.message }, 'link: the server said an error');
+        }
       } else if (status.type === 'reconnect') {
         this.options.log.info({ server: status.server }, 'link: reconnected; reading the key again');
         this.handlers.onUp();
@@ -221,7 +218,9 @@ export class LinkSession {
     if (this.closed || !this.nc) return;
     try {
       // The interval travels with the beat: the fleet view calls a node silent after three of its own.
-      this.nc.publish(heartbeatSubject(this.options.node), JSON.stringify({ ...(this.handlers.heartbeat() as object), intervalMs: this.options.heartbeatMs ?? 30_000 }));
+      // The curve key rides along: a host that made one at its start is known by it within a beat.
+      const sealing = this.options.signer?.sealing;
+      this.nc.publish(heartbeatSubject(this.options.node), JSON.stringify({ ...(this.handlers.heartbeat() as object), intervalMs: this.options.heartbeatMs ?? 30_000, ...(sealing ? { sealing } : {}) }));
     } catch {
       // disconnected: the next beat will do
     }
@@ -234,7 +233,9 @@ export class LinkSession {
       this.beatNow();
       this.later(every, beat);
     };
-    // A random first delay, so that a fleet restarted together does not beat in step.
+    // One beat at connect, so that the fleet sees a connected host at once; then a random first delay,
+    // so that a fleet restarted together does not beat in step.
+    this.beatNow();
     this.later(Math.floor(this.options.clock.random() * every), beat);
   }
 

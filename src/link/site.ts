@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { StreamConfig } from '@nats-io/jetstream';
-import { lazy } from '../system/interop.js';
-import { ARCHIVES_BUCKET, DECLARATION_SUBJECTS, DECLARATIONS_STREAM, DECLARED_SUBJECTS, REPORTS_STREAM, REPORTS_SUBJECTS, SITE_NOTICES_STREAM } from './wire.js';
+import { lazy } from '../core/system/interop.js';
+import { ARCHIVES_BUCKET, DECLARATION_SUBJECTS, DECLARATIONS_STREAM, DECLARED_SUBJECTS, REPORTS_STREAM, REPORTS_SUBJECTS, SITE_NOTICES_STREAM, TRUST_NOTICE_SUBJECTS, TRUST_NOTICES_STREAM, TRUST_STREAM, TRUST_SUBJECTS } from './wire.js';
 
 /** The JetStream API of a domain, as a mirror or a source names it. */
 export const domainApi = (domain: string) => `$JS.${domain}.API`;
@@ -33,6 +33,10 @@ export interface SiteSetUp {
  *   up (nats-server 2.9.10), so a notice can come just before the copy has the put, and the host reads
  *   again until it does. It takes no publish of its own (no acknowledgement: a put made at the leaf by
  *   mistake fails);
+ * - on the leaf, a mirror of the hub's trust root (every version, under the bucket's own stream name),
+ *   and its notices: each version as it reaches the site announced, headers only, on `mesh.trusted.vN`,
+ *   so that a site's host follows a rotation made at the hub as a host at the hub does, during a cut
+ *   on what the site holds, and reads again until the copy holds the version a notice announced;
  * - on the leaf, a mirror of the archive store, so that archives a site's hosts fetch come from the site;
  * - on the leaf, a reports stream that acknowledges the site's reports, so a host's outbox empties
  *   during a cut, and that the hub's reports stream sources, in the order stored and each once, from
@@ -53,6 +57,11 @@ export async function ensureSite(nc: NatsConnection, site: string, hubDomain: st
     {
       what: `the site's notices of puts (${SITE_NOTICES_STREAM})`,
       config: { name: SITE_NOTICES_STREAM, subjects: [DECLARATION_SUBJECTS], sources: [fromHub(DECLARATIONS_STREAM)], max_msgs_per_subject: 1, allow_rollup_hdrs: true, no_ack: true, republish: { src: DECLARATION_SUBJECTS, dest: DECLARED_SUBJECTS, headers_only: true } },
+    },
+    { what: `the site's copy of ${TRUST_STREAM}`, config: { name: TRUST_STREAM, mirror: fromHub(TRUST_STREAM), allow_direct: true } },
+    {
+      what: `the site's notices of trust versions (${TRUST_NOTICES_STREAM})`,
+      config: { name: TRUST_NOTICES_STREAM, subjects: [TRUST_SUBJECTS], sources: [fromHub(TRUST_STREAM)], max_msgs_per_subject: 1, no_ack: true, republish: { src: TRUST_SUBJECTS, dest: TRUST_NOTICE_SUBJECTS, headers_only: true } },
     },
     { what: `the site's copy of OBJ_${ARCHIVES_BUCKET}`, config: { name: `OBJ_${ARCHIVES_BUCKET}`, mirror: fromHub(`OBJ_${ARCHIVES_BUCKET}`), allow_direct: true, allow_rollup_hdrs: true } },
     { what: `the site's ${REPORTS_STREAM}`, config: { name: REPORTS_STREAM, subjects: [REPORTS_SUBJECTS], duplicate_window: DUPLICATE_WINDOW_NS, max_age: SITE_REPORTS_MAX_AGE_NS } },

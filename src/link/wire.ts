@@ -18,6 +18,12 @@ export const HEARTBEAT_SUBJECTS = 'mesh.heartbeat.>';
 /** The stream under a KV bucket, and the subject of one key in it. */
 export const DECLARATIONS_STREAM = `KV_${DECLARATIONS_BUCKET}`;
 export const DECLARATION_SUBJECTS = `$KV.${DECLARATIONS_BUCKET}.>`;
+/**
+ * Every put to a node's key, kept for as long as the operator chose (`--keep-history`): the server copies
+ * each message of the declarations bucket into it (a source), so nothing a sender does can leave a
+ * declaration out. Its messages keep their subject, the node's key's.
+ */
+export const HISTORY_STREAM = 'MESH_HISTORY';
 /** The subject of one node's key: a put is stored by the stream and heard by whoever listens on it. */
 export const declarationSubject = (node: string) => `$KV.${DECLARATIONS_BUCKET}.${node}`;
 /**
@@ -45,3 +51,20 @@ export const ARCHIVES_BUCKET = 'mesh_archives';
  * and nobody else's. The fixed `node` token keeps it apart from the random `_INBOX.<nuid>` of other clients.
  */
 export const hostInboxPrefix = (node: string) => `_INBOX.node.${node}`;
+/**
+ * The mesh's trust root, every version of it: key `v<N>` holds version N's record, never replaced. The
+ * control side writes a version once (create); a host reads the next one after its own by a direct get.
+ */
+export const TRUST_BUCKET = 'mesh_trust';
+export const TRUST_STREAM = `KV_${TRUST_BUCKET}`;
+export const trustKey = (version: number) => `v${version}`;
+/** Every put of a version is heard here. */
+export const TRUST_SUBJECTS = `$KV.${TRUST_BUCKET}.>`;
+/**
+ * At a site, the notice of a new version as it reaches the site (a put's own message stays at the hub):
+ * `mesh.trusted.v<N>`, headers only, from the site's stream MESH_TRUSTED.
+ */
+export const TRUST_NOTICES_STREAM = 'MESH_TRUSTED';
+export const TRUST_NOTICE_SUBJECTS = 'mesh.trusted.>';
+/** The control side's proposals: declarations signed by fewer keys than the trust root needs, waiting for approval (no host reads it). */
+export const PROPOSALS_BUCKET = 'mesh_proposals';

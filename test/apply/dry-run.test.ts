@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Resource } from '../../src/declaration/schema.js';
+import type { Resource } from '../../src/core/declaration/schema.js';
 import { declaration, put, testHost, type TestHost } from '../support/host.js';
 import { diff, snapshot } from '../support/snapshot.js';
 

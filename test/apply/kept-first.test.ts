@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Resource } from '../../src/declaration/schema.js';
-import { Outbox, OUTBOX_DIR } from '../../src/report/outbox.js';
-import { tellWhenCommitted } from '../../src/daemon/worker.js';
-import { STATE_FILE } from '../../src/store/store.js';
+import type { Resource } from '../../src/core/declaration/schema.js';
+import { Outbox, OUTBOX_DIR } from '../../src/engine/report/outbox.js';
+import { watchOutbox } from '../../src/host/daemon/outbox-watch.js';
+import { silentLogger } from '../../src/core/system/log.js';
+import { STATE_FILE } from '../../src/core/store/store.js';
 import { declaration, testHost, type TestHost } from '../support/host.js';
 import { fakeRunner, said } from '../support/fake-runner.js';
 
@@ -132,9 +133,15 @@ describe('a report leaves once its head is renamed; its removal waits for the sa
     // Report 1 as a command run by hand leaves it: in the outbox and counted, told to no daemon.
     expect((await h.apply(declaration(FILES), { trigger: 'delivery' })).kind).toBe('applied');
     const told: number[] = [];
-    tellWhenCommitted(h.env.outbox, (report) => told.push(report.sequence));
-    expect((await h.apply(declaration(FILES, { sequence: 2 }), { trigger: 'delivery' })).kind).toBe('applied');
-    expect(told).toEqual([1, 2]);
+    // The daemon's own run holds the store throughout: the folder is not looked at, only the commit tells.
+    const stop = watchOutbox(h.stateDir, h.env.outbox, h.env.clock, silentLogger(), () => true, (report) => told.push(report.sequence));
+    try {
+      expect(told).toEqual([]);
+      expect((await h.apply(declaration(FILES, { sequence: 2 }), { trigger: 'delivery' })).kind).toBe('applied');
+      expect(told).toEqual([1, 2]);
+    } finally {
+      stop();
+    }
   });
 
   it("an acknowledged report told before its save ended is removed only once that save ended", async () => {
@@ -156,13 +163,22 @@ describe('a report leaves once its head is renamed; its removal waits for the sa
     expect((await applying).kind).toBe('applied');
   });
 
-  it('a report whose entry could not be written is never told: the head is committed without it', async () => {
+  it('a report whose entry could not be written is never told, and the head that would count it is not committed: the next report takes its number, leaving no hole', async () => {
     const h = hostWithOutbox();
     const told: number[] = [];
     h.env.outbox.whenCommitted((sequence) => told.push(sequence));
+    const addAsync = h.env.outbox.addAsync.bind(h.env.outbox);
     h.env.outbox.addAsync = () => Promise.reject(Object.assign(new Error('no space'), { code: 'ENOSPC' }));
+    const failed = await h.apply(declaration(FILES), { trigger: 'delivery' });
+    if (failed.kind !== 'applied') throw new Error(`an apply, not ${failed.kind}`);
+    expect(failed.report.outcome).toBe('failed');
+    expect(failed.report.error?.message).toMatch(/could not be kept in the outbox \(ENOSPC\)/);
+    expect(existsSync(join(h.stateDir, STATE_FILE))).toBe(false);
+    expect(told).toEqual([]);
+    // Room again: the next apply's report is number 1, told once its head is committed.
+    h.env.outbox.addAsync = addAsync;
     await h.apply(declaration(FILES), { trigger: 'delivery' });
     expect(headOnDisk(h).reportSequence).toBe(1);
-    expect(told).toEqual([]);
+    expect(told).toEqual([1]);
   });
 });

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { obtainArchive, OBJECT_ARRIVAL_MS } from '../../src/archive/obtain.js';
-import { DEFAULT_ARCHIVE_LIMITS } from '../../src/config/archive-limits.js';
-import { systemClock, type Clock } from '../../src/system/clock.js';
+import { obtainArchive, OBJECT_ARRIVAL_MS } from '../../src/kinds/archive/obtain.js';
+import { DEFAULT_ARCHIVE_LIMITS } from '../../src/core/config/archive-limits.js';
+import { systemClock, type Clock } from '../../src/core/system/clock.js';
 import { memoryObjects } from '../support/archives.js';
 import { scratch } from '../support/tree.js';
 
@@ -17,6 +17,7 @@ function setting(follows: boolean, arrivesAfterSleeps?: number) {
   const clock: Clock = {
     ...systemClock,
     monotonic: () => now,
+    boot: () => ({ bootId: 'fake-boot', ms: now }),
     sleep: async (ms) => {
       slept.push(ms);
       now += ms;

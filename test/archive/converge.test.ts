@@ -2,10 +2,10 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { journalPath, readJournal, type Journal } from '../../src/archive/journal.js';
-import type { ArchiveObjects } from '../../src/archive/objects.js';
-import type { Resource } from '../../src/declaration/schema.js';
-import { validateDeclaration } from '../../src/declaration/validate.js';
+import { journalPath, readJournal, type Journal } from '../../src/kinds/archive/journal.js';
+import type { ArchiveObjects } from '../../src/kinds/archive/objects.js';
+import type { Resource } from '../../src/core/declaration/schema.js';
+import { validateDeclaration } from '../../src/core/declaration/validate.js';
 import { declaration, reportOf, testHost, type TestHost } from '../support/host.js';
 import { hashTree } from '../support/tree.js';
 import { gnuTar, inlineArchive, memoryObjects, sha256Of } from '../support/archives.js';

@@ -1,13 +1,13 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { journalPath, readJournal } from '../../src/archive/journal.js';
+import { journalPath, readJournal } from '../../src/kinds/archive/journal.js';
 import { projectDir, runCli } from '../support/cli.js';
 import { hashTree, scratch } from '../support/tree.js';
 import { gnuTar, inlineArchive } from '../support/archives.js';
 import { runKilledAt, straceMissing } from '../support/crash.js';
 import { leaks, pathsUnder } from '../support/leaks.js';
-import { peekState } from '../../src/store/store.js';
+import { peekState } from '../../src/core/store/store.js';
 
 /**
  * A crash (SIGKILL, injected by strace at a rename or an open, and proved by strace's log to have ended

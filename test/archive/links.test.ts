@@ -2,10 +2,10 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { readJournal, type Journal } from '../../src/archive/journal.js';
-import { DEFAULT_ARCHIVE_LIMITS } from '../../src/config/archive-limits.js';
-import { readArchive } from '../../src/archive/read.js';
-import type { ApplyResult } from '../../src/apply/apply.js';
+import { readJournal, type Journal } from '../../src/kinds/archive/journal.js';
+import { DEFAULT_ARCHIVE_LIMITS } from '../../src/core/config/archive-limits.js';
+import { readArchive } from '../../src/kinds/archive/archive-read.js';
+import type { ApplyResult } from '../../src/engine/apply/apply.js';
 import { declaration, reportOf, testHost, type TestHost } from '../support/host.js';
 import { hashTree } from '../support/tree.js';
 import { gnuTar, inlineArchive, memoryObjects, sha256Of } from '../support/archives.js';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Objm } from '@nats-io/obj';
 import { jetstream } from '@nats-io/jetstream';
 import { ARCHIVES_BUCKET } from '../../src/link/wire.js';
-import { journalPath, readJournal } from '../../src/archive/journal.js';
+import { journalPath, readJournal } from '../../src/kinds/archive/journal.js';
 import { NatsServer } from '../support/nats.js';
 import { control, enrolledHost, type HostFixture } from '../support/daemon.js';
 import { runCli } from '../support/cli.js';

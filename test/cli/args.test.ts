@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseCommandLine } from '../../src/cli/args.js';
 import { meshHostProgram, meshctlProgram } from '../../src/cli/programs.js';
-import { HostError } from '../../src/system/errors.js';
+import { HostError } from '../../src/core/system/errors.js';
 
 const parse = (...argv: string[]) => parseCommandLine(meshHostProgram, argv);
 function refusal(fn: () => unknown): HostError {

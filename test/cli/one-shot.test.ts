@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -61,7 +62,7 @@ describe('the one-shot commands: --diff, sensitive files, --detailed-exitcodes, 
     const outputs: string[] = [];
     const dry = await runCli('mesh-host', ['apply', first, '--dry-run', '--diff', '--log-level', 'trace', ...s.flags]);
     expect(dry.code, dry.stderr).toBe(0);
-    expect(dry.stdout).toContain('/etc/secret.conf: sensitive; the content is not shown');
+    expect(dry.stdout).toContain('/etc/secret.conf: sensitive: would change');
     expect(dry.stdout).toContain('content (sensitive, not shown)');
     outputs.push(dry.stdout, dry.stderr);
     for (const args of [['--diff'], ['--diff', '--json']]) {
@@ -89,8 +90,20 @@ describe('the one-shot commands: --diff, sensitive files, --detailed-exitcodes, 
     expect(await code(ok)).toBe(2);
     expect(await code(ok)).toBe(0);
     expect(await code(ok, '--dry-run')).toBe(0);
-    expect(await code(s.declare([{ type: 'file', id: 'a', path: '/etc/a.conf', content: 'a\n' }, { type: 'file', id: 'nowhere', path: '/missing/x', content: '' }]))).toBe(4);
-    expect(await code(s.declare([{ type: 'file', id: 'a', path: '/etc/a.conf', content: 'b\n' }, { type: 'file', id: 'nowhere', path: '/missing/x', content: '' }]))).toBe(6);
+    // A directory made immutable: the plan sees it there, the write into it fails at the apply.
+    const locked = join(s.root, 'locked');
+    mkdirSync(locked);
+    execFileSync('chattr', ['+i', locked]);
+    try {
+      expect(await code(s.declare([{ type: 'file', id: 'a', path: '/etc/a.conf', content: 'a\n' }, { type: 'file', id: 'nowhere', path: '/locked/x', content: '' }]))).toBe(4);
+      expect(await code(s.declare([{ type: 'file', id: 'a', path: '/etc/a.conf', content: 'b\n' }, { type: 'file', id: 'nowhere', path: '/locked/x', content: '' }]))).toBe(6);
+      // The failed step says the declared path and the system's reason, never the descriptor path the write went through.
+      const failed = await runCli('mesh-host', ['apply', s.declare([{ type: 'file', id: 'nowhere', path: '/locked/x', content: '' }]), '--json', '--log-level', 'warn', ...s.flags]);
+      const step = (JSON.parse(failed.stdout) as { report: { steps: Array<{ resource: string; detail?: string }> } }).report.steps.find((x) => x.resource === 'nowhere');
+      expect(step?.detail).toBe('could not write /locked/x (EPERM: operation not permitted)');
+    } finally {
+      execFileSync('chattr', ['-i', locked]);
+    }
     // Without the flag: the usual statuses.
     expect((await runCli('mesh-host', ['apply', s.declare([{ type: 'file', id: 'a', path: '/etc/a.conf', content: 'c\n' }]), '--log-level', 'warn', ...s.flags])).code).toBe(0);
   });

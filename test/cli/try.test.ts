@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { systemRunner } from '../../src/system/runner.js';
+import { systemRunner } from '../../src/core/system/runner.js';
 import { projectDir } from '../support/cli.js';
 import { natsUnavailable } from '../support/nats.js';
 import { tryOutputProblems, tryScratch } from '../support/try-output.js';
@@ -17,5 +17,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`README's first co
     if (scratch) rmSync(scratch, { recursive: true, force: true });
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(tryOutputProblems(run.stdout), `it printed:\n${run.stdout}`).toEqual([]);
+    // Its waits read each log only once it exists: no "grep: …/daemon.log: No such file or directory".
+    expect(run.stderr).not.toMatch(/No such file or directory/);
   }, 300_000);
 });

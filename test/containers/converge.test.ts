@@ -1,8 +1,10 @@
+import { ensureSealingKey } from '../../src/engine/report/sealing-key.js';
+import { CurveSender } from '../../src/core/declaration/sealed.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { LABEL } from '../../src/containers/spec.js';
-import { HostError } from '../../src/system/errors.js';
+import { LABEL } from '../../src/kinds/container/engine-request.js';
+import { HostError } from '../../src/core/system/errors.js';
 import { container, skip, unavailable, useContainerScene } from './scene.js';
 
 /** The text of every file under a folder (the store's head, journal, outbox…). */
@@ -98,6 +100,20 @@ describe.skipIf(skip)(`containers converged through podman's API${unavailable ? 
       expect(text).not.toContain(secret);
       expect(text).not.toContain('another');
     }
+  });
+
+  it('a sealed variable is opened for the container alone: a new box of the same value replaces nothing; the labels and the store hold no hint of it', async () => {
+    const secret = `sealed-${Date.now()}-value`;
+    const to = ensureSealingKey(scene.host.stateDir).publicKey;
+    const sender = new CurveSender('SOATESTSEEDFORCONTAINERS');
+    const declared = () => container({ ref }, { env: { MODE: 'prod', TOKEN: sender.seal(Buffer.from(secret), to)! }, sensitiveEnv: ['TOKEN'] });
+    const first = await scene.report([declared()]);
+    expect(first.outcome).toBe('converged');
+    expect(await scene.inspect('web', '{{range .Config.Env}}{{println .}}{{end}}')).toContain(`TOKEN=${secret}`);
+    const again = await scene.report([declared()]);
+    expect(again.steps.filter((s) => s.verb !== 'none')).toEqual([]);
+    const labels = await scene.inspect('web', '{{json .Config.Labels}}');
+    for (const text of [labels, JSON.stringify(first), JSON.stringify(again), ...everyFile(scene.host.stateDir)]) expect(text).not.toContain(secret);
   });
 
   it('a declaration with one image named by a tag is refused whole: not even its good container is made', async () => {

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { natsArchiveObjects } from '../../src/archive/objects.js';
+import { natsArchiveObjects } from '../../src/kinds/archive/objects.js';
 import { runCli } from '../support/cli.js';
 import { NatsServer } from '../support/nats.js';
 import { container, skip, unavailable, useContainerScene } from './scene.js';

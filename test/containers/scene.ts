@@ -1,12 +1,12 @@
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
-import type { ApplyRequest } from '../../src/apply/apply.js';
-import type { ArchiveObjectsProvider } from '../../src/archive/objects.js';
-import { DEFAULT_ARCHIVE_LIMITS } from '../../src/config/archive-limits.js';
-import { dockerEngine, type ContainerEngine } from '../../src/containers/engine.js';
-import { containerHandler } from '../../src/containers/handler.js';
-import type { ContainerResource, Mode, Resource } from '../../src/declaration/schema.js';
-import { BASE_HANDLERS } from '../../src/resources/handlers.js';
-import { systemClock } from '../../src/system/clock.js';
+import type { ApplyRequest } from '../../src/engine/apply/apply.js';
+import type { ArchiveObjectsProvider } from '../../src/kinds/archive/objects.js';
+import { DEFAULT_ARCHIVE_LIMITS } from '../../src/core/config/archive-limits.js';
+import { dockerEngine, type ContainerEngine } from '../../src/kinds/container/engine.js';
+import { containerHandler } from '../../src/kinds/container/container-handler.js';
+import type { ContainerResource, Mode, Resource } from '../../src/core/declaration/schema.js';
+import { BASE_HANDLERS } from '../../src/kinds/kind-handlers.js';
+import { systemClock } from '../../src/core/system/clock.js';
 import { declaration, reportOf, testHost, type TestHost } from '../support/host.js';
 import { podmanUnavailable, startPodman, type Podman } from '../support/podman.js';
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { Inspected } from '../../src/containers/engine.js';
-import { firstLookVerdict, lookVerdict } from '../../src/containers/look.js';
-import { digestsOf, fieldsLabel, fieldsThatDiffer, specOf } from '../../src/containers/spec.js';
-import type { ContainerResource } from '../../src/declaration/schema.js';
-import { containerFinding } from '../../src/watch/containers.js';
+import type { Inspected } from '../../src/kinds/container/engine.js';
+import { firstLookVerdict, lookVerdict } from '../../src/kinds/container/look.js';
+import { digestsOf, fieldsLabel, fieldsThatDiffer, specOf } from '../../src/kinds/container/engine-request.js';
+import type { ContainerResource } from '../../src/core/declaration/schema.js';
+import { containerFinding } from '../../src/kinds/container/container-watch.js';
 
 const seen = (extra: Partial<Inspected> = {}): Inspected => ({
   id: 'abc', name: 'web', state: 'running', labels: {}, running: true, exitCode: 0, startedAt: '2026-01-01T00:00:00Z', restartCount: 0, ...extra,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Report } from '../../src/report/report.js';
+import type { Report } from '../../src/engine/report/report.js';
 import type { HostFixture } from '../support/daemon.js';
 import { useMesh } from '../support/mesh.js';
 import { natsUnavailable } from '../support/nats.js';

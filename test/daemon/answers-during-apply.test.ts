@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Resource } from '../../src/declaration/schema.js';
+import type { Resource } from '../../src/core/declaration/schema.js';
 import { heartbeatSubject, inventorySubject, statusSubject } from '../../src/link/wire.js';
 import { control } from '../support/daemon.js';
 import { useMesh } from '../support/mesh.js';

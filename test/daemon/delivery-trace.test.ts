@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { TracedDelivery } from '../../bench/delivery-trace.js';
-import type { DeliveryStep } from '../../src/system/trace.js';
+import type { DeliveryStep } from '../../src/core/system/trace.js';
 import { projectDir } from '../support/cli.js';
 import { useMesh } from '../support/mesh.js';
 import { natsUnavailable } from '../support/nats.js';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { reportSubject } from '../../src/link/wire.js';
-import type { Report } from '../../src/report/report.js';
+import type { Report } from '../../src/engine/report/report.js';
 import { runCli } from '../support/cli.js';
 import { control } from '../support/daemon.js';
 import { useMesh } from '../support/mesh.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SMALL_HEAP_BOUNDS, isSmallHeap } from '../../src/system/memory.js';
+import { SMALL_HEAP_BOUNDS, isSmallHeap } from '../../src/core/system/memory.js';
 
 describe('the daemon fits its full collections to each apply', () => {
   it('treats a small heap about to apply a small declaration as small', () => {

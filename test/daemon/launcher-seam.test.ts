@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { attachLauncher } from '../../src/daemon/launcher-seam.js';
-import type { HostEvent, LauncherCommand, PipeEnd } from '../../src/release/pipe.js';
-import { StorePeek } from '../../src/store/peek.js';
-import { silentLogger } from '../../src/system/log.js';
+import { attachLauncher } from '../../src/host/daemon/launcher-seam.js';
+import type { HostEvent, LauncherCommand, PipeEnd } from '../../src/host/release/pipe.js';
+import { StorePeek } from '../../src/core/store/peek.js';
+import { silentLogger } from '../../src/core/system/log.js';
 import { Harness } from '../lifecycle/harness.js';
 
 /**
@@ -27,7 +27,7 @@ async function onTrial() {
   attachLauncher(h.actor, { pipe: end, trial: '0.2.0', head: () => new StorePeek(h.dir).headNow(), node: () => 'n1', log: silentLogger(), report: async () => {} });
   h.start();
   await h.settle();
-  h.loadStore!.resolve({ enrolled: true, mode: 'converged', outbox: [] });
+  h.loadStore!.resolve({ enrolled: true, mode: 'converged' });
   await h.settle();
   expect(h.apply?.input).toMatchObject({ kind: 'reconcile', found: ['release 0.2.0 on trial: its first apply, made at once and reported'] });
   return { h, sent: end.sent };

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { LockedStore } from '../../src/daemon/locked-store.js';
-import { Store } from '../../src/store/store.js';
-import type { ResourceRecord } from '../../src/store/state.js';
-import { silentLogger } from '../../src/system/log.js';
+import { LockedStore } from '../../src/host/daemon/locked-store.js';
+import { Store } from '../../src/core/store/store.js';
+import type { ResourceRecord } from '../../src/core/store/state.js';
+import { silentLogger } from '../../src/core/system/log.js';
 import { scratchFolders } from '../support/tree.js';
 
 const folder = scratchFolders(afterEach);

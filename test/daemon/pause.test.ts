@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { heartbeatSubject } from '../../src/link/wire.js';
-import type { FleetRow } from '../../src/fleet/fleet.js';
+import type { FleetRow } from '../../src/control/fleet/fleet.js';
 import type { Pause } from '../../machines/pause.js';
 import { runCli } from '../support/cli.js';
 import { control, type HostFixture } from '../support/daemon.js';
@@ -79,7 +79,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a host paused by 
     const row = (JSON.parse(view.stdout) as { nodes: FleetRow[] }).nodes.find((r) => r.node === h.node)!;
     expect(row).toMatchObject({ state: 'paused', paused: { reason: 'replacing a disk', by: 'alice' } });
     const text = await runCli('meshctl', ['status', '--server', mesh.server.url, '--log-level', 'warn']);
-    expect(text.stdout).toMatch(new RegExp(`${h.node}\\s+paused`));
+    expect(text.stdout).toMatch(new RegExp(`${h.node}\\s+\\S+\\s+paused`));
     expect(text.stdout).toContain('paused by alice since');
     // A paused node was paused on purpose: the view's check does not fail for it.
     expect(view.code).toBe(0);

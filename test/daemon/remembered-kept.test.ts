@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { newOperatorKey, sign } from '../../src/declaration/envelope.js';
-import { receiveDeclaration } from '../../src/declaration/load.js';
-import { RememberedKept } from '../../src/daemon/remembered-kept.js';
+import { newOperatorKey, sign } from '../../src/core/declaration/envelope.js';
+import { receiveDeclaration } from '../../src/core/declaration/load.js';
+import { RememberedKept } from '../../src/host/daemon/remembered-kept.js';
 import { scratchFolders } from '../support/tree.js';
 
 const folder = scratchFolders(afterEach);

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
-import { newOperatorKey, sign } from '../../src/declaration/envelope.js';
+import { newOperatorKey, sign } from '../../src/core/declaration/envelope.js';
 import { DECLARATIONS_BUCKET } from '../../src/link/wire.js';
 import { projectDir, runCli } from '../support/cli.js';
 import { control, reportsOf } from '../support/daemon.js';
@@ -96,6 +96,34 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`mesh-host run --b
       expect(await m.stop()).toBe(0);
       expect((await reportsOf(nc, m.node)).length).toBe(2);
     } finally {
+      await nc.close();
+    }
+  }, 180_000);
+
+  it('a genesis whose apply failed is tried again when the daemon starts, once its fault is put right', async () => {
+    const m = await unenrolled(mesh.server.url);
+    const nc = await control([mesh.server.url]);
+    // The directory the bundle writes into cannot be written (immutable): the plan passes, the apply fails.
+    const app = join(m.root, 'srv/app');
+    mkdirSync(app);
+    execFileSync('chattr', ['+i', app]);
+    try {
+      m.run(m.bundle);
+      await until(async () => (await reportsOf(nc, m.node)).length >= 1, 'the genesis report', m.log);
+      expect((await reportsOf(nc, m.node))[0]).toMatchObject({ trigger: 'genesis', outcome: 'failed' });
+      expect(await m.stop()).toBe(0);
+      // Put right by hand; started again, the host tries the failed apply at once (not at the next tick, minutes later).
+      execFileSync('chattr', ['-i', app]);
+      m.run(m.bundle);
+      await until(async () => (await reportsOf(nc, m.node)).length >= 2, 'the failed apply tried again', m.log);
+      const reports = await reportsOf(nc, m.node);
+      expect(reports.map((r) => [r.sequence, r.trigger, r.outcome]), JSON.stringify(reports[1])).toEqual([[1, 'genesis', 'failed'], [2, 'reconcile', 'converged']]);
+      expect(reports[1]!.said.join('\n')).toMatch(/the last apply \(report 1\) failed.*; it is tried again as the host starts/);
+      expect(readFileSync(join(app, 'app.conf'), 'utf8')).toBe('first\n');
+      expect(await m.stop()).toBe(0);
+    } finally {
+      execFileSync('chattr', ['-i', app]);
+      await m.stop();
       await nc.close();
     }
   }, 180_000);

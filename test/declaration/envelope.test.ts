@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { digestOf, newOperatorKey, openEnvelope, sign } from '../../src/declaration/envelope.js';
-import { receiveDeclaration } from '../../src/declaration/load.js';
+import { digestOf, newOperatorKey, openEnvelope, sign } from '../../src/core/declaration/envelope.js';
+import { receiveDeclaration } from '../../src/core/declaration/load.js';
+import { pinnedKeyRoot, signerRule } from '../../src/core/declaration/trust-root.js';
+
+const pinned = (key: string) => signerRule([pinnedKeyRoot(key)]);
 
 const payload = Buffer.from(JSON.stringify({ version: 1, node: 'n1', mode: 'adopted', sequence: 1, resources: [] }));
 
@@ -10,7 +13,7 @@ describe('signed envelopes', () => {
     expect(key.seed).toMatch(/^SO/);
     expect(key.publicKey).toMatch(/^O/);
     const envelope = await sign(payload, key.seed);
-    expect(openEnvelope(envelope, key.publicKey)).toMatchObject({ ok: true, key: key.publicKey });
+    expect(openEnvelope(envelope, pinned(key.publicKey))).toMatchObject({ ok: true, keys: [key.publicKey] });
     const received = await receiveDeclaration(Buffer.from(JSON.stringify(envelope)), { source: 'e', pinnedKey: key.publicKey });
     expect(received.digest).toBe(digestOf(payload));
     expect(received.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
@@ -21,9 +24,9 @@ describe('signed envelopes', () => {
     const key = await newOperatorKey();
     const other = await newOperatorKey();
     const envelope = await sign(payload, key.seed);
-    expect(openEnvelope(envelope, other.publicKey)).toMatchObject({ ok: false, reason: expect.stringContaining('pinned key') });
+    expect(openEnvelope(envelope, pinned(other.publicKey))).toMatchObject({ ok: false, reason: expect.stringContaining('pinned key') });
     const forged = { ...(await sign(payload, other.seed)), key: key.publicKey };
-    expect(openEnvelope(forged, key.publicKey)).toMatchObject({ ok: false, reason: expect.stringContaining('does not match') });
+    expect(openEnvelope(forged, pinned(key.publicKey))).toMatchObject({ ok: false, reason: expect.stringContaining('does not match') });
     const changed = { ...envelope, payload: Buffer.from(payload.toString().replace('adopted', 'converged')).toString('base64') };
     expect(openEnvelope(changed)).toMatchObject({ ok: false });
   });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { validateDeclaration, pathProblem } from '../../src/declaration/validate.js';
-import { receiveDeclaration, MAX_DECLARATION_BYTES } from '../../src/declaration/load.js';
-import { HostError } from '../../src/system/errors.js';
+import { validateDeclaration, pathProblem } from '../../src/core/declaration/validate.js';
+import { receiveDeclaration, MAX_DECLARATION_BYTES } from '../../src/core/declaration/load.js';
+import { HostError } from '../../src/core/system/errors.js';
 
 const good = () => ({
   version: 1,

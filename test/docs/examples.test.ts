@@ -3,8 +3,8 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseCommandLine } from '../../src/cli/args.js';
 import { meshctlProgram, meshHostProgram } from '../../src/cli/programs.js';
-import { validateDeclaration } from '../../src/declaration/validate.js';
-import { HostMetrics } from '../../src/metrics/metrics.js';
+import { validateDeclaration } from '../../src/core/declaration/validate.js';
+import { HostMetrics } from '../../src/host/metrics/metrics.js';
 import { projectDir, runCli } from '../support/cli.js';
 import { scratch } from '../support/tree.js';
 
@@ -67,7 +67,14 @@ describe('the examples in the documentation', () => {
       const decl = join(s.dir, 'decl.json');
       writeFileSync(decl, JSON.stringify({ ...value, resources: value.resources.filter((r) => r.type !== 'service') }));
       writeFileSync(join(s.dir, 'host.json'), JSON.stringify({ node: value.node }));
+      // The machine an example is written for: the directories it holds already (fail2ban's /etc/fail2ban,
+      // say) are there; the plan refuses a path whose directory neither the machine nor the declaration makes.
+      const declared = new Set((value.resources as Array<{ type: string; path?: string }>).flatMap((r) => (r.type === 'directory' && r.path ? [r.path] : [])));
       mkdirSync(join(s.dir, 'root'), { recursive: true });
+      for (const r of value.resources as Array<{ path?: string }>) {
+        const parent = r.path?.slice(0, r.path.lastIndexOf('/'));
+        if (parent && !declared.has(parent)) mkdirSync(join(s.dir, 'root', parent), { recursive: true });
+      }
       const r = await runCli('mesh-host', ['apply', decl, '--dry-run', '--diff', '--root', join(s.dir, 'root'), '--state-dir', join(s.dir, 'state'), '--config', join(s.dir, 'host.json'), '--log-level', 'warn']);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toMatch(/^plan: \d+ of \d+ steps? to take/);

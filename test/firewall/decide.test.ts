@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { decide } from '../../src/firewall/decide.js';
-import type { Look } from '../../src/firewall/found.js';
-import type { FoundFirewallRecord } from '../../src/store/state.js';
+import { decide } from '../../src/machine/filters/decide.js';
+import type { Look } from '../../src/machine/filters/found.js';
+import type { FoundFirewallRecord } from '../../src/core/store/state.js';
 
 const look = (state: Look['state'], enabled?: boolean): Look => ({ tool: 'firewalld', state, ...(enabled === undefined ? {} : { enabled }), reason: '', method: '' });
 const rec = (status: FoundFirewallRecord['status']): FoundFirewallRecord => ({ status, since: '2026-01-01T00:00:00.000Z' });

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readLegacySave } from '../../src/firewall/legacy.js';
-import { readNftRuleset } from '../../src/firewall/nft.js';
-import { filtersOf } from '../../src/firewall/read.js';
-import type { Filter } from '../../src/firewall/types.js';
+import { readLegacySave } from '../../src/machine/filters/legacy.js';
+import { readNftRuleset } from '../../src/machine/filters/nft.js';
+import { filtersOf } from '../../src/machine/filters/filter-read.js';
+import type { Filter } from '../../src/machine/filters/filter-types.js';
 import { projectDir } from '../support/cli.js';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatKeptFoundFirewalls, keptFoundFirewalls } from '../../src/firewall/kept.js';
+import { formatKeptFoundFirewalls, keptFoundFirewalls } from '../../src/machine/filters/filter-kept.js';
 
 describe('the found firewall as the store keeps it, for mesh-host status', () => {
   it('names each recorded tool in words: found inactive, retiring with its steps, retired, retired again', () => {

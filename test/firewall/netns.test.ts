@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { readFilters } from '../../src/firewall/read.js';
-import { systemRunner, type CommandRunner } from '../../src/system/runner.js';
+import { readFilters } from '../../src/machine/filters/filter-read.js';
+import { systemRunner, type CommandRunner } from '../../src/core/system/runner.js';
 import { projectDir } from '../support/cli.js';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ownerOf, ownerTable } from '../../src/firewall/owners.js';
-import type { ReadChain } from '../../src/firewall/types.js';
+import { ownerOf, ownerTable } from '../../src/machine/filters/owners.js';
+import type { ReadChain } from '../../src/machine/filters/filter-types.js';
 
 const chain = (over: Partial<ReadChain>): ReadChain => ({ backend: 'nft', family: 'ip', table: 'filter', chain: 'INPUT', rules: 1, refusing: 1, targets: [], ...over });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { readLegacySave } from '../../src/firewall/legacy.js';
-import { readNftRuleset, verdictsOf } from '../../src/firewall/nft.js';
-import { readFilters } from '../../src/firewall/read.js';
+import { readLegacySave } from '../../src/machine/filters/legacy.js';
+import { readNftRuleset, verdictsOf } from '../../src/machine/filters/nft.js';
+import { readFilters } from '../../src/machine/filters/filter-read.js';
 import { fakeRunner, missing, said } from '../support/fake-runner.js';
 
 const EMPTY_NFT = JSON.stringify({ nftables: [{ metainfo: { version: '1.0.6' } }] });

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Report } from '../../src/report/report.js';
-import type { StoreState } from '../../src/store/state.js';
-import type { KeptFoundFirewall } from '../../src/firewall/kept.js';
+import type { Report } from '../../src/engine/report/report.js';
+import type { StoreState } from '../../src/core/store/state.js';
+import type { KeptFoundFirewall } from '../../src/machine/filters/filter-kept.js';
 import { projectDir, runCli } from '../support/cli.js';
 import { startFirewallContainer } from '../support/firewall-container.js';
 import { containerUnavailable, type SystemdContainer } from '../support/systemd-container.js';

@@ -1,6 +1,9 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Report } from '../../src/report/report.js';
-import type { ApplyResult } from '../../src/apply/apply.js';
+import type { Report } from '../../src/engine/report/report.js';
+import type { ApplyResult } from '../../src/engine/apply/apply.js';
 import { declaration, testHost, type TestHost } from '../support/host.js';
 import { fakeRunner, said } from '../support/fake-runner.js';
 
@@ -49,7 +52,16 @@ describe('the found firewall after an apply', () => {
 
   it('is skipped after a failed apply, and that is said', async () => {
     const { host, disables } = ufwHost();
-    const r = report(await host.apply(declaration([{ type: 'file', id: 'nowhere', path: '/missing/dir/file', content: '' }])));
+    // A directory made immutable: the plan sees it there, the write into it fails at the apply.
+    const locked = join(host.root, 'locked');
+    mkdirSync(locked);
+    execFileSync('chattr', ['+i', locked]);
+    let r: Report;
+    try {
+      r = report(await host.apply(declaration([{ type: 'file', id: 'nowhere', path: '/locked/file', content: '' }])));
+    } finally {
+      execFileSync('chattr', ['-i', locked]);
+    }
     expect(r.outcome).toBe('failed');
     expect(disables()).toBe(0);
     expect(r.said).toContain("found firewall ufw is active and was not retired: the apply failed, so the mesh's own filter may not be in place");

@@ -9,8 +9,8 @@ import { NatsServer, natsUnavailable } from '../support/nats.js';
 import { runCli } from '../support/cli.js';
 import { ensureWire } from '../../src/link/control.js';
 import { DECLARATIONS_BUCKET, heartbeatSubject, reportMessageId, reportSubject } from '../../src/link/wire.js';
-import { digestOf, newOperatorKey, sign } from '../../src/declaration/envelope.js';
-import type { FleetRow } from '../../src/fleet/fleet.js';
+import { digestOf, newOperatorKey, sign } from '../../src/core/declaration/envelope.js';
+import type { FleetRow } from '../../src/control/fleet/fleet.js';
 
 const unavailable = natsUnavailable();
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -114,9 +114,9 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl status: t
     // The readable view: a count by state, one line a node in the same order, what is wrong under it.
     const lines = view.text.trim().split('\n');
     expect(lines[0]).toBe('7 nodes: 1 failed, 1 silent, 1 behind, 4 converged');
-    expect(lines[1]).toMatch(/^NODE\s+STATE\s+MODE\s+LAST OUTCOME\s+APPLIED\s+NEWEST\s+REPORT\s+HEARTBEAT$/);
+    expect(lines[1]).toMatch(/^NODE\s+LABELS\s+STATE\s+MODE\s+LAST OUTCOME\s+APPLIED\s+NEWEST\s+REPORT\s+TRUST\s+HEARTBEAT$/);
     const order = lines.filter((l) => !l.startsWith(' ')).slice(2).map((l) => l.split(/\s+/)[0]);
     expect(order).toEqual(view.rows.map((r) => r.node));
-    expect(view.text).toContain('behind: the mesh said 1:2, it applied 1:1');
+    expect(view.text).toContain('behind: the mesh said epoch 1, sequence 2, it applied epoch 1, sequence 1');
   }, 240_000);
 });

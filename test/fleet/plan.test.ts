@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { natsUnavailable } from '../support/nats.js';
 import { initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js';
 import { diff, snapshot, type Snapshot } from '../support/snapshot.js';
 import { DECLARATIONS_BUCKET, ENROLMENTS_BUCKET, REPORTS_STREAM } from '../../src/link/wire.js';
-import { OUTBOX_DIR } from '../../src/report/outbox.js';
-import { newOperatorKey, sign } from '../../src/declaration/envelope.js';
+import { OUTBOX_DIR } from '../../src/engine/report/outbox.js';
+import { newOperatorKey, sign } from '../../src/core/declaration/envelope.js';
 import { jetstreamManager } from '@nats-io/jetstream';
-import type { PlanLine } from '../../src/fleet/plan-view.js';
+import type { PlanLine } from '../../src/control/fleet/plan-view.js';
 
 const unavailable = natsUnavailable();
 
@@ -54,7 +54,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl plan over
 
     beforeAll(async () => {
       mesh = await initMesh({ servers: count });
-      control = await connect({ servers: mesh.servers.map((s) => s.url), authenticator: credsAuthenticator(readFileSync(join(mesh.dir, 'meshctl.creds'))) });
+      control = await mesh.control();
       hosts = [
         await mesh.enrol('web-1', { labels: ['role=web'], resources: [app('a\nb\n')] }),
         await mesh.enrol('web-2', { labels: ['role=web'], resources: [app('a\nb\n')] }),
@@ -68,7 +68,6 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl plan over
       }
     }, 180_000);
     afterAll(async () => {
-      await control?.close();
       await mesh?.close();
     });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decide, judge, orderNodes, parseWaves, resumeNodes, splitWaves, type NodeProgress, type Rollout } from '../../src/fleet/rollout.js';
+import { decide, judge, orderNodes, parseWaves, resumeNodes, splitWaves, type NodeProgress, type Rollout } from '../../src/control/fleet/rollout.js';
 
 const fleet = (n: number) => Array.from({ length: n }, (_, i) => `host-${String(i + 1).padStart(2, '0')}`);
 

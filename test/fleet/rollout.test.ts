@@ -2,15 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { natsUnavailable } from '../support/nats.js';
-import { initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js';
+import { initMesh, untilFile, type InitHost, type InitMesh } from '../support/mesh-init.js';
 import { projectDir, runCli } from '../support/cli.js';
 import { reportsOf } from '../support/daemon.js';
 import { SimHosts } from '../support/sim-hosts.js';
-import { orderNodes } from '../../src/fleet/rollout.js';
-import { describeEvent, type RolloutEvent } from '../../src/fleet/rollout-view.js';
+import { orderNodes } from '../../src/control/fleet/rollout.js';
+import { describeEvent, type RolloutEvent } from '../../src/control/fleet/rollout-view.js';
 import { ROLLOUTS_BUCKET } from '../../src/link/wire.js';
 
 const unavailable = natsUnavailable();
@@ -50,15 +50,6 @@ function rolloutProcess(mesh: InitMesh, args: string[]) {
 
 const is = <K extends RolloutEvent['event']>(kind: K, node?: string) => (e: RolloutEvent): e is Extract<RolloutEvent, { event: K }> => e.event === kind && (node === undefined || (e as { node?: string }).node === node);
 
-async function untilFile(host: InitHost, path: string, content: string, timeoutMs = 30_000): Promise<void> {
-  const started = Date.now();
-  const at = join(host.root, path);
-  while (!(existsSync(at) && readFileSync(at, 'utf8') === content)) {
-    if (Date.now() - started > timeoutMs) throw new Error(`${host.node} did not apply ${path}:\n${host.log().slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** How many lines of the host's log match, so far. */
 const logCount = (host: InitHost, pattern: RegExp) => (host.log().match(new RegExp(pattern.source, 'g')) ?? []).length;
 
@@ -89,14 +80,13 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl rollout o
 
   beforeAll(async () => {
     mesh = await initMesh();
-    control = await connect({ servers: mesh.servers.map((s) => s.url), authenticator: credsAuthenticator(readFileSync(join(mesh.dir, 'meshctl.creds'))) });
+    control = await mesh.control();
     for (const node of [firstReal, fifth]) hosts[node] = await mesh.enrol(node, { labels: ['role=app'] });
     sims = await SimHosts.make(control, simulated, { labels: () => ({ role: 'app' }) });
     await sims.listen();
   }, 180_000);
   afterAll(async () => {
     sims?.close();
-    await control?.close();
     await mesh?.close();
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fleetHealthy, fleetRows, type HeartbeatSeen, type ReportSeen } from '../../src/fleet/fleet.js';
+import { fleetHealthy, fleetRows, type HeartbeatSeen, type ReportSeen } from '../../src/control/fleet/fleet.js';
 
 const now = Date.parse('2026-12-01T12:00:00Z');
 const mark = (sequence: number) => ({ epoch: 2, sequence, digest: `sha256:${sequence}` });
@@ -18,10 +18,11 @@ describe('the fleet rows (pure)', () => {
       heartbeats: [beat('a', 29_000), beat('b', 1000), beat('c', 31_000), beat('d', 1000, 1), beat('e', 1000), beat('f', 1000, 3)],
       keys: [{ node: 'a', newest: mark(1) }, { node: 'd', newest: mark(2) }, { node: 'f', newest: mark(2) }, { node: 'g', newest: mark(1) }],
     });
-    expect(rows.map((r) => [r.node, r.state])).toEqual([['b', 'failed'], ['e', 'failed'], ['c', 'silent'], ['g', 'silent'], ['d', 'behind'], ['a', 'converged'], ['f', 'converged']]);
+    // g has a key but was never heard from (no report, no heartbeat): waiting for its first word, not silent.
+    expect(rows.map((r) => [r.node, r.state])).toEqual([['b', 'failed'], ['e', 'failed'], ['c', 'silent'], ['d', 'behind'], ['g', 'waiting'], ['a', 'converged'], ['f', 'converged']]);
     expect(rows[0]!.problems).toEqual(['failed: web: web.service is not running']);
     expect(rows[0]!.lastOutcome).toMatchObject({ resource: 'web', agoMs: 60_000 });
-    expect(rows.find((r) => r.node === 'g')!.problems).toEqual(['silent: no heartbeat heard', 'behind: the mesh said 2:1, it applied nothing yet']);
+    expect(rows.find((r) => r.node === 'g')!.problems).toEqual(['behind: the mesh said epoch 2, sequence 1, it applied nothing yet', 'no report yet: never heard from (not enrolled yet, or never connected)']);
     // A node that applied something newer than its key holds (the key was rolled back and refused) is not behind.
     expect(rows.find((r) => r.node === 'f')!.behind).toBe(false);
     expect(fleetHealthy(rows)).toBe(false);
@@ -42,7 +43,7 @@ describe('the fleet rows (pure)', () => {
     expect(rows.map((r) => [r.node, r.state])).toEqual([['q', 'failed'], ['r', 'silent'], ['p', 'paused'], ['b', 'behind'], ['s', 'converged']]);
     const p = rows.find((r) => r.node === 'p')!;
     expect(p.paused).toEqual(paused);
-    expect(p.problems).toEqual(['paused by alice since 2026-12-01T11:00:00.000Z until 2026-12-01T13:00:00.000Z: replacing a disk', 'behind: the mesh said 2:2, it applied 2:1']);
+    expect(p.problems).toEqual(['paused by alice since 2026-12-01T11:00:00.000Z until 2026-12-01T13:00:00.000Z: replacing a disk', 'behind: the mesh said epoch 2, sequence 2, it applied epoch 2, sequence 1']);
     expect(rows.find((r) => r.node === 's')!.paused).toBeNull();
     expect(fleetHealthy([p])).toBe(true);
   });
@@ -73,5 +74,22 @@ describe('the fleet rows (pure)', () => {
     // A beat that knows of the newest report is still the fresher word.
     const [later] = fleetRows({ nowMs: now, reports: [newer], heartbeats: [{ ...early, beat: { reportSequence: 3, lastApplied: mark(4), intervalMs: 30_000 } }], keys: [{ node: 'a', newest: mark(4) }] });
     expect(later).toMatchObject({ state: 'converged', lastApplied: mark(4), reportSequence: 3 });
+  });
+
+  it('an enrolled node never heard from is listed, waiting; it is no heartbeat it missed', () => {
+    const [row] = fleetRows({ nowMs: now, reports: [], heartbeats: [], keys: [], enrolled: ['db-9'] });
+    expect(row).toMatchObject({ node: 'db-9', state: 'waiting', silent: false, lastApplied: null, reportSequence: null });
+    expect(fleetHealthy([row!])).toBe(false);
+  });
+
+  it('after a refusal, the beat that knew every report before it still says what the node applied (a refusal changes nothing)', () => {
+    const refusedReport = { ...report('a', 'refused', 5), report: { ...report('a', 'refused', 5).report!, sequence: 8, declaration: mark(5) } };
+    const beat: HeartbeatSeen = { node: 'a', storedAtMs: now - 5_000, beat: { reportSequence: 7, lastApplied: mark(4), intervalMs: 30_000 } };
+    const [row] = fleetRows({ nowMs: now, reports: [refusedReport], heartbeats: [beat], keys: [{ node: 'a', newest: mark(5) }] });
+    expect(row).toMatchObject({ state: 'failed', lastApplied: mark(4), reportSequence: 8 });
+    expect(row!.problems).toContain('behind: the mesh said epoch 2, sequence 5, it applied epoch 2, sequence 4');
+    // A beat older than the report before the refusal does not know what that report applied: not taken.
+    const [stale] = fleetRows({ nowMs: now, reports: [refusedReport], heartbeats: [{ ...beat, beat: { ...beat.beat!, reportSequence: 6 } }], keys: [{ node: 'a', newest: mark(5) }] });
+    expect(stale!.lastApplied).toBeNull();
   });
 });

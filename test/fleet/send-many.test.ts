@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { natsUnavailable } from '../support/nats.js';
 import { initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js';
@@ -48,12 +48,11 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`labels and one se
 
     beforeAll(async () => {
       mesh = await initMesh({ servers: count });
-      control = await connect({ servers: mesh.servers.map((s) => s.url), authenticator: credsAuthenticator(readFileSync(join(mesh.dir, 'meshctl.creds'))) });
+      control = await mesh.control();
       hosts = {};
       for (const [node, labels] of [['web-1', ['role=web', 'site=a']], ['web-2', ['role=web', 'site=b']], ['db-1', ['role=db']]] as const) hosts[node] = await mesh.enrol(node, { labels: [...labels] });
     }, 180_000);
     afterAll(async () => {
-      await control?.close();
       await mesh?.close();
     });
 

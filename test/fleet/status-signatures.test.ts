@@ -7,9 +7,9 @@ import { runCli } from '../support/cli.js';
 import { ensureWire } from '../../src/link/control.js';
 import { Enrolments } from '../../src/link/enrolment.js';
 import { heartbeatSubject, reportMessageId, reportSubject } from '../../src/link/wire.js';
-import { newNkeySeed } from '../../src/declaration/nkey.js';
+import { newNkeySeed } from '../../src/core/declaration/nkey.js';
 import { REPORT_SIGNATURE_HEADER, reportSigner, type ReportSigner } from '../../src/link/report-trust.js';
-import type { FleetRow } from '../../src/fleet/fleet.js';
+import type { FleetRow } from '../../src/control/fleet/fleet.js';
 
 const unavailable = natsUnavailable();
 const newSigner = () => reportSigner(newNkeySeed('node')) as ReportSigner;

@@ -1,24 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pinnedKeyRoot, signerRule } from '../../src/core/declaration/trust-root.js';
 import fc from 'fast-check';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { applyDeclaration } from '../../src/apply/apply.js';
-import { applyCommand } from '../../src/cli/commands/apply.js';
-import { reconcileCommand } from '../../src/cli/commands/reconcile.js';
+import { applyDeclaration } from '../../src/engine/apply/apply.js';
+import { applyCommand } from '../../src/host/commands/apply-command.js';
+import { reconcileCommand } from '../../src/host/commands/reconcile-command.js';
 import type { CommandContext } from '../../src/cli/context.js';
-import { loadConfig } from '../../src/config/config.js';
-import { DeliveryIntake } from '../../src/daemon/intake.js';
-import type { Received } from '../../src/declaration/load.js';
-import { newNkeySeed, nkeySeed } from '../../src/declaration/nkey.js';
-import { genesis } from '../../src/genesis/genesis.js';
-import { hostEnvironment, serviceManagerOnce } from '../../src/host/environment.js';
-import { KeptDeclaration } from '../../src/host/kept.js';
-import { withLockedStore } from '../../src/host/open.js';
-import type { HostPaths } from '../../src/host/paths.js';
-import { HostError, type RefusalKind } from '../../src/system/errors.js';
-import { systemClock } from '../../src/system/clock.js';
-import { silentLogger } from '../../src/system/log.js';
-import { systemRunner } from '../../src/system/runner.js';
+import { loadConfig } from '../../src/core/config/config.js';
+import { DeliveryIntake } from '../../src/host/daemon/intake.js';
+import type { Received } from '../../src/core/declaration/load.js';
+import { newNkeySeed, nkeySeed } from '../../src/core/declaration/nkey.js';
+import { genesis } from '../../src/host/genesis/genesis.js';
+import { hostEnvironment, serviceManagerOnce } from '../../src/host/env/host-environment.js';
+import { KeptDeclaration } from '../../src/host/env/kept-declaration.js';
+import { withLockedStore } from '../../src/host/env/open-host.js';
+import type { HostPaths } from '../../src/host/env/host-paths.js';
+import { HostError, type RefusalKind } from '../../src/core/system/errors.js';
+import { systemClock } from '../../src/core/system/clock.js';
+import { silentLogger } from '../../src/core/system/log.js';
+import { systemRunner } from '../../src/core/system/runner.js';
 import { hashTree, scratch } from '../support/tree.js';
 import { declarationMutations, envelopeMutations, envelopeOf, missingField, notJson, unknownField, wrongType, type JsonObject, type Mutated } from './mutations.js';
 
@@ -268,6 +269,8 @@ describe(`the one gate, ${COUNT} generated invalid inputs across its four paths`
         const intake = new DeliveryIntake({
           config: () => config,
           log: deps.log,
+          rule: () => signerRule([pinnedKeyRoot(config.publicKey!)]),
+          catchUpTrust: async () => undefined,
           remember: (received) => void (remembered = received),
           refuse: (r) => resolve({ refused: true, kind: r.kind, said: r.message }),
           deliver: (delivery) => resolve({ delivered: delivery }),

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type { KeyObject } from 'node:crypto';
-import { signEd25519 } from '../../src/declaration/nkey.js';
-import type { RefusalKind } from '../../src/system/errors.js';
+import { signEd25519 } from '../../src/core/declaration/nkey.js';
+import type { RefusalKind } from '../../src/core/system/errors.js';
 
 /**
  * Invalid inputs made from valid ones, each invalid by construction: a mutation is chosen so that no

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Resource } from '../../src/declaration/schema.js';
+import type { Resource } from '../../src/core/declaration/schema.js';
 import { declaration, reportOf, testHost, type TestHost } from '../support/host.js';
 import { FakeSystemd, fakeClock } from '../support/fake-systemd.js';
 

@@ -2,11 +2,11 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { deferredLocks, watchLocks, type Released } from '../../src/daemon/lock-watch.js';
-import { lockReader } from '../../src/inhibit/lock.js';
-import type { ResourceRecord } from '../../src/store/state.js';
-import { systemClock } from '../../src/system/clock.js';
-import { silentLogger } from '../../src/system/log.js';
+import { deferredLocks, watchLocks, type Released } from '../../src/host/daemon/lock-watch.js';
+import { lockReader } from '../../src/engine/inhibit/inhibit-lock.js';
+import type { ResourceRecord } from '../../src/core/store/state.js';
+import { systemClock } from '../../src/core/system/clock.js';
+import { silentLogger } from '../../src/core/system/log.js';
 import { scratch } from '../support/tree.js';
 
 let cleanup: (() => void) | undefined;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Report } from '../../src/report/report.js';
+import type { Report } from '../../src/engine/report/report.js';
 import { projectDir } from '../support/cli.js';
 import type { HostFixture } from '../support/daemon.js';
 import { useMesh } from '../support/mesh.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { takeInventory } from '../../src/inventory/inventory.js';
-import { systemRunner } from '../../src/system/runner.js';
+import { takeInventory } from '../../src/machine/inventory/inventory.js';
+import { systemRunner } from '../../src/core/system/runner.js';
 import { containerUnavailable, startSystemdContainer } from '../support/systemd-container.js';
 import { useContainer } from '../support/container-block.js';
 import { projectDir } from '../support/cli.js';
@@ -24,8 +24,11 @@ describe('the detectors against this machine', () => {
     expect((await outer.run('ip', ['netns', 'add', ns])).code).toBe(0);
     const result = await outer.run('ip', ['netns', 'exec', ns, process.execPath, `${projectDir}bin/mesh-host`, 'inventory', '--json'], { timeoutMs: 30_000 }).finally(() => outer.run('ip', ['netns', 'delete', ns]));
     expect(result.code).toBe(0);
-    const parsed = JSON.parse(result.stdout) as { capabilities: Record<string, unknown[]> };
+    const parsed = JSON.parse(result.stdout) as { capabilities: Record<string, unknown[]>; packageManager: { name?: string; detail?: string; reason?: string } };
     expect(Object.keys(parsed.capabilities)).toEqual(['serviceManager', 'containerRuntime', 'packageDatabase', 'firewall', 'intrusionPrevention']);
+    // The manager the package kind acts through on this Debian machine, with the versions dpkg has of itself and apt.
+    expect(parsed.packageManager.name, parsed.packageManager.reason).toBe('dpkg/apt');
+    expect(parsed.packageManager.detail).toMatch(/^apt \S+, dpkg \S+$/);
   });
 });
 

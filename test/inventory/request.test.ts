@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { connect } from '@nats-io/transport-node';
-import type { HostInventory } from '../../src/host/inventory.js';
+import type { HostInventory } from '../../src/host/env/host-inventory.js';
 import { inventorySubject, statusSubject } from '../../src/link/wire.js';
 import { runCli } from '../support/cli.js';
 import { useMesh } from '../support/mesh.js';

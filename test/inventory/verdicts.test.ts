@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { takeInventory, presentServiceManager } from '../../src/inventory/inventory.js';
-import { isPublicAddress } from '../../src/inventory/links.js';
+import { takeInventory, presentServiceManager } from '../../src/machine/inventory/inventory.js';
+import { isPublicAddress } from '../../src/machine/inventory/net-links.js';
 import { fakeRunner, said } from '../support/fake-runner.js';
 
 const quiet = { ip: said('[]') };

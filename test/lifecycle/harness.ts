@@ -5,9 +5,9 @@ import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyTransit
 import {
   lifecycleMachine, type DeferredLock, type Delivery, type Ending, type LifecycleInput, type LoadedStore, type PauseOrder, type ReportRef, type Work, type WorkerOutput,
 } from '../../machines/lifecycle.js';
-import { markOf, type Mark } from '../../src/declaration/order.js';
-import { Store } from '../../src/store/store.js';
-import { silentLogger } from '../../src/system/log.js';
+import { markOf, type Mark } from '../../src/core/declaration/order.js';
+import { Store } from '../../src/core/store/store.js';
+import { silentLogger } from '../../src/core/system/log.js';
 
 interface Deferred<I, O> {
   input: I;
@@ -77,10 +77,12 @@ export class Harness {
   private stateOnDiskAtQuiesce: string | undefined;
   private nextReport = 0;
   private nextRevision = 0;
+  /** The outbox's watch while one runs: tells the machine of every report made and not yet told. */
+  private tellReady: (() => void) | undefined;
 
   loadStore?: Deferred<void, LoadedStore>;
   genesis?: Deferred<{ bundle: unknown }, void>;
-  apply?: Deferred<Work, WorkerOutput> & { applying: Mark | undefined };
+  apply?: Deferred<Work, WorkerOutput> & { applying: Mark | undefined; committed?: boolean };
   sender?: Deferred<ReportRef, void>;
   quiesce?: Deferred<{ ending: Ending }, void>;
 
@@ -104,7 +106,7 @@ export class Harness {
         genesis: fromPromise(({ input }) => deferred<{ bundle: unknown }, void>('genesis', input)),
         link: fromCallback(() => () => {}),
         reconcileTimer: fromCallback(() => () => {}),
-        outboxWatch: fromCallback(() => () => {}),
+        outboxWatch: fromCallback(({ sendBack }) => this.watchOutbox((report) => sendBack({ type: 'REPORT_READY', report }))),
         pauseWatch: fromCallback(() => () => {}),
         lockWatch: fromCallback(() => {
           if (++this.watching > 1) this.violations.push(`${this.watching} lock watchers at once`);
@@ -198,32 +200,72 @@ export class Harness {
     apply.resolve({ paused: order });
   }
 
-  /** Ends the apply in flight: the real store saves (refused after quiesce), one report is made. */
-  finishApply(output: { mode?: 'adopted' | 'converged'; silent?: boolean; applied?: Mark; deferred?: DeferredLock[] } = {}, fail = false): void {
+  /**
+   * As the outbox's watch does: every report made and not yet acknowledged is told once, oldest first,
+   * as soon as it is made (its head saved) and, at the watch's start, what waits already.
+   */
+  private watchOutbox(ready: (report: ReportRef) => void): () => void {
+    let newest = 0;
+    const tell = () => {
+      for (const sequence of this.reportsMade) {
+        if (sequence <= newest || this.reportsSent.includes(sequence)) continue;
+        newest = sequence;
+        ready({ sequence });
+      }
+    };
+    this.tellReady = tell;
+    tell();
+    return () => {
+      if (this.tellReady === tell) this.tellReady = undefined;
+    };
+  }
+
+  /**
+   * The apply in flight commits its report (one an apply, one a refusal): the real store saves the head
+   * that counts it (refused after quiesce, and the report with it), and the outbox's watch tells of it
+   * before the worker ends.
+   */
+  commitReport(): void {
     const apply = this.apply!;
-    this.apply = undefined;
-    this.inFlight--;
-    if (fail) return apply.reject(new Error('apply failed'));
-    const reports: ReportRef[] = [];
-    // One report an apply (none for a silent one), one a refusal.
-    const count = apply.input.kind === 'refusals' ? apply.input.refused.length : output.silent ? 0 : 1;
-    let saved = false;
+    apply.committed = true;
+    const count = apply.input.kind === 'refusals' ? apply.input.refused.length : 1;
     try {
       this.store.updateHead((s) => (s.reportSequence += count));
       this.store.save();
-      saved = true;
-      for (let i = 0; i < count; i++) {
-        reports.push({ sequence: ++this.nextReport });
-        this.reportsMade.push(this.nextReport);
-      }
     } catch {
-      // quiesced: the save is refused, and the apply's report with it
+      return; // quiesced: the save is refused, and the apply's report with it
+    }
+    for (let i = 0; i < count; i++) this.reportsMade.push(++this.nextReport);
+    this.tellReady?.();
+  }
+
+  /**
+   * Ends the apply in flight: the real store saves (refused after quiesce). Unless `report` is false
+   * (a silent reconcile; or a generated walk, where the commit is a step of its own), the apply commits
+   * its report first, if it has not yet.
+   */
+  finishApply(output: { mode?: 'adopted' | 'converged'; report?: boolean; applied?: Mark; deferred?: DeferredLock[] } = {}, fail = false): void {
+    const apply = this.apply!;
+    if (fail) {
+      this.apply = undefined;
+      this.inFlight--;
+      return apply.reject(new Error('apply failed'));
+    }
+    if (output.report !== false && !apply.committed) this.commitReport();
+    this.apply = undefined;
+    this.inFlight--;
+    let saved = false;
+    try {
+      this.store.save();
+      saved = true;
+    } catch {
+      // quiesced: the save is refused
     }
     if (saved && apply.applying !== undefined) this.applied.push(apply.applying);
     // What the machine is told was applied (a generated walk says it itself; the harness keeps its own record).
     const applied = output.applied ?? this.applied.at(-1);
     if (output.deferred) this.deferredTold = output.deferred;
-    apply.resolve({ ...(reports.length > 0 ? { reports } : {}), ...(output.mode ? { mode: output.mode } : {}), ...(applied ? { applied } : {}), ...(output.deferred ? { deferred: output.deferred } : {}) });
+    apply.resolve({ ...(output.mode ? { mode: output.mode } : {}), ...(applied ? { applied } : {}), ...(output.deferred ? { deferred: output.deferred } : {}) });
   }
 
   /** The lock watcher saw the lock of what waits let go. */
@@ -259,13 +301,12 @@ export class Harness {
     this.actor.send({ type: 'DELIVERY', delivery });
   }
 
-  /** A command run by hand: a report made outside the worker (next sequence). */
+  /** A command run by hand leaves a report in the outbox (next sequence): the outbox's watch tells of it. */
   reportByHand(): void {
-    // Only a serving host hears of a report made outside its worker.
+    // Only a serving host watches the outbox (a command run while it is down leaves the report for its start).
     if (!this.snapshot().matches('serving')) return;
-    const report = { sequence: ++this.nextReport };
-    this.reportsMade.push(report.sequence);
-    this.actor.send({ type: 'REPORT_MADE', report });
+    this.reportsMade.push(++this.nextReport);
+    this.tellReady?.();
   }
 
   resolveSender(): void {
@@ -287,7 +328,7 @@ export class Harness {
   /** What a start reads from disk: the store's last applied and the kept declaration. */
   loaded(enrolled: boolean, mode?: 'adopted' | 'converged'): LoadedStore {
     const applied = this.applied.at(-1);
-    return { enrolled, outbox: [], ...(mode ? { mode } : {}), ...(applied ? { applied } : {}), ...(this.kept ? { kept: this.kept } : {}) };
+    return { enrolled, ...(mode ? { mode } : {}), ...(applied ? { applied } : {}), ...(this.kept ? { kept: this.kept } : {}) };
   }
 
   private stateOnDisk(): string {
@@ -338,6 +379,8 @@ export class Harness {
       problems.push('idle, though a lock was let go (or its bound ran out) and what it held off was never applied');
     }
     if (s.matches({ serving: { worker: 'idle' } }) && s.context.refused.length > 0 && this.inFlight === 0) problems.push(`idle with ${s.context.refused.length} refusal(s) not reported`);
+    // Ending between applies reports what waits first: only an apply left running past the grace loses the refusals behind it.
+    if (this.quiesce && s.context.refused.length > 0 && !s.context.abandoned) problems.push(`quiescing with ${s.context.refused.length} refusal(s) never reported`);
     if (s.matches({ serving: { worker: 'idle' } }) && s.context.pending === undefined && this.inFlight === 0 && this.newestKeptWhileServing) {
       const newest = this.newestKeptWhileServing;
       if (!this.taken.some((t) => t.digest === newest.digest && sameOrder(t, newest))) problems.push(`idle with nothing pending, but the newest delivery (${show(newest)}) was never taken by the worker`);

@@ -93,7 +93,7 @@ describe('a host paused by hand', () => {
     harnesses.push(h);
     h.start();
     await h.settle();
-    h.loadStore!.resolve({ enrolled: true, mode: 'adopted', outbox: [] });
+    h.loadStore!.resolve({ enrolled: true, mode: 'adopted' });
     await h.settle();
     h.pause();
     h.deliver(1);

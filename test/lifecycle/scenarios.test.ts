@@ -12,7 +12,7 @@ async function serving(options?: ConstructorParameters<typeof Harness>[0]): Prom
   harnesses.push(h);
   h.start();
   await h.settle();
-  h.loadStore!.resolve({ enrolled: true, mode: 'adopted', outbox: [] });
+  h.loadStore!.resolve({ enrolled: true, mode: 'adopted' });
   await h.settle();
   expect(h.snapshot().matches('serving')).toBe(true);
   return h;
@@ -58,7 +58,7 @@ describe('named interleavings', () => {
     await step(h, () => h.actor.send({ type: 'RECONCILE_TICK' }));
     expect(applying(h)).toEqual({ kind: 'reconcile' });
     await step(h, () => h.deliver(5));
-    await step(h, () => h.finishApply({ silent: true }));
+    await step(h, () => h.finishApply({ report: false }));
     expect(applying(h)).toMatchObject({ kind: 'delivery', delivery: { sequence: 5 } });
     await step(h, () => h.finishApply());
     expect(h.appliedSequences).toEqual([5]);
@@ -103,6 +103,49 @@ describe('named interleavings', () => {
     expect(h.snapshot().output).toEqual({ ending: 'stop' });
     expect(h.appliedSequences).toEqual([1]);
     expect(h.reportsMade).toEqual([1]);
+  });
+
+  it('a refusal waiting when the host stops is reported before it quiesces, once: its report waits in the outbox for the next start', async () => {
+    const h = await serving();
+    await step(h, () => h.deliver(2));
+    await step(h, () => h.deliver(1));
+    expect(h.snapshot().context.refused).toHaveLength(1);
+    await step(h, () => h.actor.send({ type: 'STOP' }));
+    await step(h, () => h.finishApply());
+    // The worker reports the refusal (bounded by the grace, like any work taken while ending), then the host quiesces.
+    expect(h.apply?.input).toMatchObject({ kind: 'refusals', refused: [{ kind: 'stale', delivery: { sequence: 1 } }] });
+    expect(h.snapshot().matches({ serving: { worker: { applying: 'draining' } } })).toBe(true);
+    expect(h.quiesce).toBeUndefined();
+    await step(h, () => h.finishApply());
+    expect(h.quiesce?.input).toEqual({ ending: 'stop' });
+    await step(h, () => h.resolveQuiesce());
+    expect(h.snapshot().output).toEqual({ ending: 'stop' });
+    expect(h.reportsMade).toEqual([1, 2]);
+    expect(h.refusedTaken.map((d) => d.sequence)).toEqual([1]);
+  });
+
+  it('a start after an apply that failed tries it again at once, saying why; a delivery pending converges it anyway', async () => {
+    const h = new Harness();
+    harnesses.push(h);
+    h.start();
+    await h.settle();
+    await step(h, () => h.loadStore!.resolve({ enrolled: true, mode: 'converged', lastFailed: { report: 1, message: 'file /srv/app/app.conf: ENOSPC' } }));
+    expect(applying(h)).toEqual({ kind: 'reconcile', found: ['the last apply (report 1) failed: file /srv/app/app.conf: ENOSPC; it is tried again as the host starts'] });
+    await step(h, () => h.finishApply());
+    expect(h.reportsMade).toEqual([1]);
+    // A start after a successful apply waits for the tick, as before.
+    const quiet = await serving();
+    expect(applying(quiet)).toBeUndefined();
+    // A genesis this host just ran and reported failed is not tried again at once (the same fault, a second report).
+    const enrolling = new Harness({ input: { bundle: 'bundle.json' } });
+    harnesses.push(enrolling);
+    enrolling.start();
+    await enrolling.settle();
+    await step(enrolling, () => enrolling.loadStore!.resolve({ enrolled: false }));
+    await step(enrolling, () => enrolling.genesis!.resolve());
+    await step(enrolling, () => enrolling.loadStore!.resolve({ enrolled: true, mode: 'converged', lastFailed: { report: 1 } }));
+    expect(enrolling.snapshot().matches('serving')).toBe(true);
+    expect(applying(enrolling)).toBeUndefined();
   });
 
   it('a stop whose apply outlasts 60 s: quiesced at 60 s; the late apply cannot save', async () => {
@@ -213,7 +256,7 @@ describe.each([
     h.start();
     await h.settle();
     const mark = { ...newer, digest: 'sha256:kept' };
-    h.loadStore!.resolve({ enrolled: true, mode: 'adopted', outbox: [], applied: mark, kept: mark, keyValue: { revision: 7, digest: 'sha256:kept' } });
+    h.loadStore!.resolve({ enrolled: true, mode: 'adopted', applied: mark, kept: mark, keyValue: { revision: 7, digest: 'sha256:kept' } });
     await h.settle();
     await step(h, () => send(h, older));
     expect(h.refused).toMatchObject([older]);
@@ -232,6 +275,53 @@ describe.each([
   });
 });
 
+// What the intake refuses for its signatures under the trust root (signed by a key retired by a rotation,
+// or by fewer distinct control keys than the threshold) reaches the machine as a refusal without a delivery.
+describe('a delivery refused for its signatures under the trust root', () => {
+  const retired = { kind: 'retired', message: 'the delivery (revision 7): signed by a key retired at trust version 2' } as const;
+  const unapproved = { kind: 'unapproved', message: 'the delivery (revision 8): 1 valid signature of the control keys; trust version 3 needs 2' } as const;
+
+  it('one signed by a retired key and one short of the threshold, while a delivery applies and a newer one waits: each reported in its turn with its kind, in the order they came; neither kept nor applied, the kept and the pending ones untouched', async () => {
+    const h = await serving();
+    await step(h, () => h.deliver(1));
+    await step(h, () => h.deliver(2));
+    await step(h, () => h.actor.send({ type: 'REFUSED', refused: retired }));
+    await step(h, () => h.actor.send({ type: 'REFUSED', refused: unapproved }));
+    expect(h.kept).toMatchObject({ sequence: 2 });
+    expect(h.snapshot().context.pending).toMatchObject({ kind: 'delivery', delivery: { sequence: 2 } });
+    expect(h.reportsMade).toEqual([]);
+    await step(h, () => h.finishApply());
+    // The refusals go before the pending delivery, both in one turn of the worker, in the order they came.
+    expect(applying(h)).toEqual({ kind: 'refusals', refused: [retired, unapproved] });
+    await step(h, () => h.finishApply());
+    expect(h.reportsMade).toEqual([1, 2, 3]);
+    expect(applying(h)).toMatchObject({ kind: 'delivery', delivery: { sequence: 2 } });
+    await step(h, () => h.finishApply());
+    expect(h.appliedSequences).toEqual([1, 2]);
+    expect(h.kept).toMatchObject({ sequence: 2 });
+    expect(h.apply).toBeUndefined();
+  });
+
+  it('from a resting host that holds a declaration: the refusal is reported at once and nothing is applied; the kept declaration stays and a newer delivery is applied after it', async () => {
+    const h = await serving();
+    await step(h, () => h.deliver(1));
+    await step(h, () => h.finishApply());
+    expect(h.apply).toBeUndefined();
+    await step(h, () => h.actor.send({ type: 'REFUSED', refused: unapproved }));
+    expect(applying(h)).toEqual({ kind: 'refusals', refused: [unapproved] });
+    await step(h, () => h.finishApply());
+    expect(h.reportsMade).toEqual([1, 2]);
+    expect(h.appliedSequences).toEqual([1]);
+    expect(h.kept).toMatchObject({ sequence: 1 });
+    await step(h, () => h.actor.send({ type: 'REFUSED', refused: retired }));
+    await step(h, () => h.finishApply());
+    await step(h, () => h.deliver(2));
+    await step(h, () => h.finishApply());
+    expect(h.appliedSequences).toEqual([1, 2]);
+    expect(h.reportsMade).toEqual([1, 2, 3, 4]);
+  });
+});
+
 describe('genesis and the key', () => {
   it('the value the control side put with the bundle, read after genesis, is not a new delivery', async () => {
     const h = new Harness();
@@ -239,7 +329,7 @@ describe('genesis and the key', () => {
     h.start();
     await h.settle();
     // Genesis applied (sequence 1) and noted the key's revision its declaration is in; nothing is kept yet.
-    h.loadStore!.resolve({ enrolled: true, mode: 'converged', outbox: [], applied: { sequence: 1, digest: 'sha256:1' }, keyValue: { revision: 3, digest: 'sha256:1' } });
+    h.loadStore!.resolve({ enrolled: true, mode: 'converged', applied: { sequence: 1, digest: 'sha256:1' }, keyValue: { revision: 3, digest: 'sha256:1' } });
     await h.settle();
     await step(h, () => h.deliver(1, { revision: 3 }));
     expect(h.apply).toBeUndefined();
@@ -255,7 +345,7 @@ describe('genesis and the key', () => {
     harnesses.push(h);
     h.start();
     await h.settle();
-    h.loadStore!.resolve({ enrolled: false, outbox: [] });
+    h.loadStore!.resolve({ enrolled: false });
     await h.settle();
     expect(h.snapshot().value).toBe('genesis');
     expect(h.genesis?.input).toEqual({ bundle: 'bundle.json' });
@@ -264,7 +354,7 @@ describe('genesis and the key', () => {
     // Looking again a few seconds later: still unenrolled, and the refused bundle is not tried again.
     h.genesis = undefined;
     await step(h, () => h.clock.increment(5_000));
-    h.loadStore!.resolve({ enrolled: false, outbox: [] });
+    h.loadStore!.resolve({ enrolled: false });
     await h.settle();
     expect(h.snapshot().value).toBe('unenrolled');
     expect(h.genesis).toBeUndefined();

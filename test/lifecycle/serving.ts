@@ -16,7 +16,7 @@ export function servingHosts(): (more?: Partial<LoadedStore>, options?: Construc
     await h.settle();
     h.notePause(more.paused);
     h.deferredTold = more.deferred ?? [];
-    h.loadStore!.resolve({ enrolled: true, mode: 'adopted', outbox: [], ...more });
+    h.loadStore!.resolve({ enrolled: true, mode: 'adopted', ...more });
     await h.settle();
     expect(h.snapshot().matches('serving')).toBe(true);
     return h;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createAccount } from '@nats-io/nkeys';
 import { credsAuthenticator } from '@nats-io/transport-node';
 import { credsAuth } from '../../src/link/creds-auth.js';
-import { issueCreds } from '../../src/setup/accounts.js';
+import { issueCreds } from '../../src/control/setup/nats-accounts.js';
 import { hostPermissions } from '../../src/link/permissions.js';
 
 describe("the answer to the server's challenge from a credentials file", () => {

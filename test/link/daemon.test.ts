@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Report } from '../../src/report/report.js';
+import type { Report } from '../../src/engine/report/report.js';
 import type { HostFixture } from '../support/daemon.js';
 import { useMesh } from '../support/mesh.js';
 import { NatsServer, natsUnavailable } from '../support/nats.js';
 import { hashTree } from '../support/tree.js';
-import { newOperatorKey } from '../../src/declaration/envelope.js';
+import { newOperatorKey } from '../../src/core/declaration/envelope.js';
 import { leaks } from '../support/leaks.js';
 
 const unavailable = natsUnavailable();
@@ -151,7 +151,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
       renameSync(`${h.config}.new`, h.config);
       await until(() => h.log().includes('moving to the new bus'), 'the move', h);
       await until(() => (h.log().match(/link: connected/g) ?? []).length >= 2, 'connected to the new bus', h);
-      const { sign } = await import('../../src/declaration/envelope.js');
+      const { sign } = await import('../../src/core/declaration/envelope.js');
       const { Kvm } = await import('@nats-io/kv');
       const envelope = await sign(Buffer.from(JSON.stringify({ version: 1, node: h.node, mode: 'converged', epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'moved', path: '/srv/moved' }] })), h.seed);
       await (await new Kvm(nc).open('mesh_declarations')).put(h.node, JSON.stringify(envelope));
@@ -182,7 +182,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the link, against
     await h.put({ epoch: 1, sequence: 99, resources: [] });
     await h.waitForReports(4);
     // Bytes for another node, put under this node's key.
-    const { sign } = await import('../../src/declaration/envelope.js');
+    const { sign } = await import('../../src/core/declaration/envelope.js');
     const other = await sign(Buffer.from(JSON.stringify({ version: 1, node: 'someone-else', mode: 'converged', epoch: 3, sequence: 1, resources: [] })), h.seed);
     const { Kvm } = await import('@nats-io/kv');
     const { connect } = await import('@nats-io/transport-node');

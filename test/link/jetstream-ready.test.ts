@@ -57,6 +57,8 @@ describe('awaitJetStream', () => {
         if (reply instanceof Error) throw reply;
         return { json: () => reply };
       },
+      // Its status says nothing: no permission of its is ever refused.
+      status: () => ({ [Symbol.asyncIterator]: () => ({ next: () => new Promise(() => undefined), return: async () => ({ done: true, value: undefined }) }) }),
     } as unknown as NatsConnection;
     return { nc, asked: () => asked };
   };

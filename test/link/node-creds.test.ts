@@ -11,8 +11,8 @@ import { projectDir, runCli } from '../support/cli.js';
 import { scratch } from '../support/tree.js';
 import { ARCHIVES_BUCKET, DECLARATIONS_BUCKET, hostInboxPrefix, REPORTS_STREAM } from '../../src/link/wire.js';
 import { REPORT_KEY_HEADER, REPORT_SIGNATURE_HEADER, reportSigner, type ReportSigner } from '../../src/link/report-trust.js';
-import { newNkeySeed } from '../../src/declaration/nkey.js';
-import { HOST_KEY_FILE } from '../../src/report/host-key.js';
+import { newNkeySeed } from '../../src/core/declaration/nkey.js';
+import { HOST_KEY_FILE } from '../../src/engine/report/host-key.js';
 
 const unavailable = natsUnavailable();
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { natsUnavailable } from '../support/nats.js';
@@ -9,8 +9,8 @@ import { initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js'
 import { reportsOf } from '../support/daemon.js';
 import { runCli } from '../support/cli.js';
 import { DECLARATIONS_BUCKET, heartbeatSubject, REPORTS_STREAM, reportSubject } from '../../src/link/wire.js';
-import type { Report } from '../../src/report/report.js';
-import type { Order } from '../../src/declaration/order.js';
+import type { Report } from '../../src/engine/report/report.js';
+import type { Order } from '../../src/core/declaration/order.js';
 
 const unavailable = natsUnavailable();
 
@@ -59,10 +59,9 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl send numb
 
   beforeAll(async () => {
     mesh = await initMesh();
-    control = await connect({ servers: mesh.servers.map((s) => s.url), authenticator: credsAuthenticator(readFileSync(join(mesh.dir, 'meshctl.creds'))) });
+    control = await mesh.control();
   }, 120_000);
   afterAll(async () => {
-    await control?.close();
     await mesh?.close();
   });
 
@@ -104,5 +103,21 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`meshctl send numb
     expect(applied).toMatchObject({ outcome: 'converged', declaration: { sequence: 3 } });
     expect((await reportsOf(control, 'lost-2')).filter((r) => r.outcome === 'refused')).toEqual([]);
     await host.stop();
+  }, 120_000);
+
+  it("an old value put back into the node's key (a replay, a restore): the next send numbers after the newest the key's history holds", async () => {
+    // No daemon: no report and no heartbeat say what the host holds; the key's history is all there is.
+    await mesh.enrol('replayed', { start: false });
+    for (const name of ['r1', 'r2']) expect((await mesh.meshctl(['send', 'replayed', file(name, 'replayed')])).code).toBe(0);
+    const kv = await new Kvm(control).open(DECLARATIONS_BUCKET);
+    const history: Array<{ revision: number; value: Uint8Array }> = [];
+    for await (const e of await kv.history({ key: 'replayed' })) history.push({ revision: e.revision, value: e.value });
+    const sequenceOf = (v: Uint8Array) => (JSON.parse(Buffer.from((JSON.parse(Buffer.from(v).toString()) as { payload: string }).payload, 'base64').toString()) as Order).sequence;
+    expect(history.map((h) => sequenceOf(h.value))).toEqual([1, 2, 3]);
+    await kv.put('replayed', history[0]!.value);
+
+    const sent = await mesh.meshctl(['send', 'replayed', file('after-replay', 'replayed'), '--json']);
+    expect(sent.code, sent.stderr).toBe(0);
+    expect((JSON.parse(sent.stdout) as Order).sequence).toBe(4);
   }, 120_000);
 });

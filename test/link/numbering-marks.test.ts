@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextMark, refuseUnlessNewer } from '../../src/cli/commands/numbering.js';
+import { nextMark, refuseUnlessNewer } from '../../src/control/commands/numbering.js';
 
 describe('the number a send gives, from what the mesh and the host say', () => {
   it('is after the newest of the key, the latest report and what the last heartbeat says the host applied and keeps', () => {

@@ -7,9 +7,9 @@ import { useMeshHost } from '../support/mesh.js';
 import { natsUnavailable } from '../support/nats.js';
 import { runCli } from '../support/cli.js';
 import { REPORTS_STREAM, reportSubject } from '../../src/link/wire.js';
-import type { Report } from '../../src/report/report.js';
-import type { SentReport } from '../../src/report/sent.js';
-import type { Resource } from '../../src/declaration/schema.js';
+import type { Report } from '../../src/engine/report/report.js';
+import type { SentReport } from '../../src/engine/report/sent.js';
+import type { Resource } from '../../src/core/declaration/schema.js';
 import { scratch } from '../support/tree.js';
 
 const unavailable = natsUnavailable();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createServer, fromSeed } from '@nats-io/nkeys';
 import { beginReportCheck, REPORT_KEY_HEADER, REPORT_SIGNATURE_HEADER, reportSigner, verifyReport, type ReportSigner } from '../../src/link/report-trust.js';
-import { newNkeySeed, nkeySeed, publicNkey, verifyEd25519 } from '../../src/declaration/nkey.js';
+import { newNkeySeed, nkeySeed, publicNkey, verifyEd25519 } from '../../src/core/declaration/nkey.js';
 
 const bytesOf = (value: unknown) => Buffer.from(JSON.stringify(value));
 const signer = (seed = newNkeySeed('node')): ReportSigner => reportSigner(seed) as ReportSigner;

@@ -3,8 +3,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { useMesh } from '../support/mesh.js';
 import { freePort, natsUnavailable } from '../support/nats.js';
-import { newOperatorKey } from '../../src/declaration/envelope.js';
-import { parseLoopbackListen } from '../../src/metrics/export.js';
+import { newOperatorKey } from '../../src/core/declaration/envelope.js';
+import { parseLoopbackListen } from '../../src/host/metrics/export.js';
 
 const unavailable = natsUnavailable();
 

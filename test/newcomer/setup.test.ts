@@ -10,9 +10,8 @@ import { cloneUnderTest, fileState, POLICY_RC_D } from '../support/newcomer.js';
  * /usr/sbin/policy-rc.d the machine had (one that refuses starts, one that does not, none) is exactly
  * as it was when the script ends, whether the install succeeds or fails, and no service could start
  * while it ran. To keep each case to one small install, every command the script looks for is put
- * on PATH as a stub except /usr/bin/time, which apt really installs from Debian's mirror with any package
- * the script looks for by name instead (busybox-static); npm is a stub: building the project is not what
- * these cases are about.
+ * on PATH as a stub, and apt really installs from Debian's mirror the one package the script looks for by
+ * name instead (busybox-static); npm is a stub: building the project is not what these cases are about.
  */
 
 /** The commands setup.sh looks for before it installs the packages that bring them (its `for pair in` lists). */
@@ -23,7 +22,7 @@ function commandsSetupLooksFor(): string[] {
   return lists.flatMap((list) => list.trim().split(/\s+/)).map((pair) => pair.split(':')[0]!);
 }
 
-/** Stubs of everything but /usr/bin/time, and a hook that notes what policy-rc.d says while dpkg runs (and fails the install when asked). */
+/** Stubs of every command, and a hook that notes what policy-rc.d says while dpkg runs (and fails the install when asked). */
 function prepare(root: string, installFails: boolean): void {
   const stubs = join(root, 'opt/mesh-host-test/present');
   mkdirSync(stubs, { recursive: true });
@@ -98,7 +97,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`setup.sh and poli
           else expect(run.code, said).toBe(0);
           // The install really ran: apt got as far as dpkg, and (when it succeeded) put time in place.
           expect(readFileSync(join(machine.root, 'root/policy-during-install'), 'utf8'), said).toBe('exit 101\n');
-          expect(existsSync(join(machine.root, 'usr/bin/time'))).toBe(!installFails);
+          expect(existsSync(join(machine.root, 'usr/bin/busybox'))).toBe(!installFails);
           // One that refused already was used as it was: nothing replaced it during the install.
           if (before?.text === IMAGE_POLICY_RC_D) expect(readFileSync(join(machine.root, 'root/policy-text-during-install'), 'utf8')).toBe(IMAGE_POLICY_RC_D);
 

@@ -6,8 +6,11 @@ import { useMeshHost } from '../support/mesh.js';
 import { SimHosts } from '../support/sim-hosts.js';
 import { startServe, type Served } from '../support/serve.js';
 import { axeViolations, launchBrowser, screenshot, type TestBrowser } from '../support/browser.js';
-import { RolloutStore } from '../../src/fleet/rollout-store.js';
-import type { Rollout } from '../../src/fleet/rollout.js';
+import { RolloutStore } from '../../src/control/fleet/rollout-store.js';
+import { newNkeySeed } from '../../src/core/declaration/nkey.js';
+import { Enrolments } from '../../src/link/enrolment.js';
+import { reportSigner, type ReportSigner } from '../../src/link/report-trust.js';
+import type { Rollout } from '../../src/control/fleet/rollout.js';
 
 /**
  * The page in Debian's chromium, served by `meshctl serve` (the built program) from a real nats-server,
@@ -28,6 +31,8 @@ describe('meshctl serve in a browser', () => {
       await sims.report(node);
       sims.beat(node);
     }
+    // Enrolled, with a label, and never heard from nor sent anything: the mesh knows it all the same.
+    await (await Enrolments.open(nc)).pin('sim-enrolled', (reportSigner(newNkeySeed('node')) as ReportSigner).publicKey, { labels: { role: 'edge' } });
     served = await startServe(['--server', mesh.server.url]);
     browser = await launchBrowser();
   });
@@ -74,6 +79,10 @@ describe('meshctl serve in a browser', () => {
     expect(await cellText(page, 'sim-web-1', 'signature')).toBe('verified');
     expect(await cellText(page, 'sim-db-1', 'labels')).toBe('role=db');
     expect(await cellText(page, 'sim-web-1', 'report')).toBe('#1');
+    // A node only enrolled has its row, waiting, with its labels, as in meshctl status.
+    await page.waitForSelector('tr[data-node="sim-enrolled"]');
+    expect(await rowState(page, 'sim-enrolled')).toBe('waiting');
+    expect(await cellText(page, 'sim-enrolled', 'labels')).toBe('role=edge');
     expect(await page.$eval('.counts li[data-state="converged"] strong', (s) => Number(s.textContent))).toBeGreaterThanOrEqual(3);
     // The filters: by label, then by text.
     await page.select('.filters select', 'role=db');
@@ -106,7 +115,7 @@ describe('meshctl serve in a browser', () => {
     const before = await cellText(page, mesh.host.node, 'report');
     await mesh.host.put({ epoch: 1, sequence: 2, resources: [{ type: 'directory', id: 'app', path: '/srv/app' }, { type: 'directory', id: 'data', path: '/srv/data' }] });
     await page.waitForFunction((node, was) => document.querySelector(`tr[data-node="${node}"] [data-col="report"]`)?.textContent !== was, { timeout: 30_000 }, mesh.host.node, before);
-    expect(await cellText(page, mesh.host.node, 'applied')).toBe('1:2');
+    expect(await cellText(page, mesh.host.node, 'applied')).toBe('epoch 1, sequence 2');
     expect(await page.evaluate(() => (window as unknown as { kept?: number }).kept)).toBe(1);
   });
 
@@ -153,6 +162,14 @@ describe('meshctl serve in a browser', () => {
     // The declaration's resources and the inventory the host answered.
     await page.waitForFunction(() => [...document.querySelectorAll('table.resources tbody tr td:nth-child(2)')].map((t) => t.textContent).join() === 'app');
     await page.waitForSelector('pre.inventory');
+    // Its history: every declaration the mesh keeps for it, newest first, the one its key holds marked, each with its outcome.
+    await page.waitForFunction(() => document.querySelector('table.history tbody tr.current')?.getAttribute('data-state') === 'converged', { timeout: 30_000 });
+    const history = await page.$$eval('table.history tbody tr', (trs) => trs.map((tr) => [tr.getAttribute('data-sequence'), tr.getAttribute('data-state')]));
+    expect(history.slice(0, 2)).toEqual([
+      ['3', 'converged'],
+      ['2', 'converged'],
+    ]);
+    expect(await page.$eval('table.history tbody tr.current td', (td) => td.textContent)).toBe('epoch 1, sequence 3 (held now)');
     await screenshot(page, 'node');
     await expectSelfContained(page);
   });

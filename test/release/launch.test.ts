@@ -8,9 +8,9 @@ import { NatsServer, natsUnavailable } from '../support/nats.js';
 import { runCli } from '../support/cli.js';
 import { releaseBuild } from '../support/releases.js';
 import { scratch } from '../support/tree.js';
-import type { Report } from '../../src/report/report.js';
-import { readSeed } from '../../src/cli/commands/keys.js';
-import { sign } from '../../src/declaration/envelope.js';
+import type { Report } from '../../src/engine/report/report.js';
+import { readSeed } from '../../src/control/commands/keys-command.js';
+import { sign } from '../../src/core/declaration/envelope.js';
 import { DECLARATIONS_BUCKET } from '../../src/link/wire.js';
 
 /**

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { executableProblem, moveCurrent, readCurrent, readDeclaredRelease, releaseLayout, releaseProblem } from '../../src/release/layout.js';
-import { systemRunner } from '../../src/system/runner.js';
+import { executableProblem, moveCurrent, readCurrent, readDeclaredRelease, releaseLayout, releaseProblem } from '../../src/host/release/layout.js';
+import { systemRunner } from '../../src/core/system/runner.js';
 import { scratch } from '../support/tree.js';
 
 /** The bad inputs of a release, each refused with a reason that names it. */

@@ -7,7 +7,7 @@ import type { NatsServer } from '../support/nats.js';
 import { runCli } from '../support/cli.js';
 import { releaseBuild } from '../support/releases.js';
 import type { SystemdContainer } from '../support/systemd-container.js';
-import type { Report } from '../../src/report/report.js';
+import type { Report } from '../../src/engine/report/report.js';
 
 /** What differs between the service managers in the self-update scenario. */
 export interface ManagerUnderTest {

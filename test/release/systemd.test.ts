@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { natsUnavailable } from '../support/nats.js';
 import { projectDir } from '../support/cli.js';
 import { containerUnavailable, startSystemdContainer } from '../support/systemd-container.js';
-import { MEMORY_ENV } from '../../src/release/units.js';
+import { MEMORY_ENV } from '../../src/host/release/release-units.js';
 import { useReleaseRig } from './rig.js';
 import { selfUpdateScenario } from './self-update.js';
 

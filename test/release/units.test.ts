@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectDir } from '../support/cli.js';
-import { openrcScript, systemdUnit } from '../../src/release/units.js';
-import { unitLayout } from '../../src/release/install.js';
+import { openrcScript, systemdUnit } from '../../src/host/release/release-units.js';
+import { unitLayout } from '../../src/host/release/install-release.js';
 
 describe('the service definitions', () => {
   it('packaging/ holds what the installer writes for the default paths', () => {

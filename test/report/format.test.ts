@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Resource } from '../../src/declaration/schema.js';
+import type { Resource } from '../../src/core/declaration/schema.js';
 import { declaration, testHost, type TestHost } from '../support/host.js';
-import { formatPlan } from '../../src/report/report.js';
-import type { Change } from '../../src/resources/changes.js';
-import { readable } from '../../src/report/words.js';
+import { formatPlan } from '../../src/engine/report/report.js';
+import type { Change } from '../../src/engine/converge/changes.js';
+import { readable } from '../../src/engine/report/words.js';
 
 const file = (n: number, verb: 'none' | 'create' | 'update' = 'none', changes: Change[] = []) => readable({ resource: `f${n}`, type: 'file', target: `/srv/f${n}.conf`, verb, changes });
 

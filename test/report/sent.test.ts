@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Report } from '../../src/report/report.js';
-import type { StepResult } from '../../src/resources/types.js';
-import { fitReport, foldReports, sentReport, type SentReport } from '../../src/report/sent.js';
-import { Outbox } from '../../src/report/outbox.js';
-import { readable } from '../../src/report/words.js';
+import type { Report } from '../../src/engine/report/report.js';
+import type { StepResult } from '../../src/engine/converge/handler-types.js';
+import { fitReport, foldReports, sentReport, type SentReport } from '../../src/engine/report/sent.js';
+import { Outbox } from '../../src/engine/report/outbox.js';
+import { readable } from '../../src/engine/report/words.js';
 import { scratch } from '../support/tree.js';
 
 const step = (i: number, status: StepResult['status'], type: StepResult['type'] = 'file'): Report['steps'][number] =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { fingerprintOf, shouldSpeak } from '../../src/report/speak.js';
-import type { Facts } from '../../src/report/report.js';
+import { fingerprintOf, shouldSpeak } from '../../src/engine/report/speak.js';
+import type { Facts } from '../../src/engine/report/report.js';
 
 const facts = (over: Partial<Facts> = {}): Facts => ({ held: [], links: [], filters: [], foundFirewall: null, ...over });
 const eth0 = { name: 'eth0', state: 'UP', addresses: [], facesOutside: true, why: ['default route via 10.0.0.1'] };

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { FileResource, Resource } from '../../src/declaration/schema.js';
-import { BASE_HANDLERS } from '../../src/resources/handlers.js';
-import { fileHandler } from '../../src/resources/file.js';
-import { RootedFs } from '../../src/resources/rooted-fs.js';
-import { stepOf, type ResourceHandler } from '../../src/resources/types.js';
+import type { FileResource, Resource } from '../../src/core/declaration/schema.js';
+import { BASE_HANDLERS } from '../../src/kinds/kind-handlers.js';
+import { fileHandler } from '../../src/kinds/file/file-handler.js';
+import { RootedFs } from '../../src/engine/converge/rooted-fs.js';
+import { stepOf, type ResourceHandler } from '../../src/engine/converge/handler-types.js';
 import { declaration, put, reportOf, testHost, type TestHost } from '../support/host.js';
 import { hashTree } from '../support/tree.js';
 
@@ -134,15 +134,16 @@ describe('converging directories and files', () => {
     expect(Object.keys(host.env.store.state.records).sort()).toEqual(['local', 'mine']);
   });
 
-  it('a write that fails fails its own step; its batch commits; the steps after the batch are skipped; the store is saved even so', async () => {
+  it('a directory missing above a path that nothing declares is refused by the plan (unappliable), naming it; nothing is written', async () => {
     host = testHost();
     const d = declaration([file('ok', '/etc/ok', '1'), dir('deep', '/nope/deeper'), file('same-batch', '/etc/same', '2')]);
-    const report = reportOf(await host.apply(d));
-    expect(report.outcome).toBe('failed');
-    expect(statuses(report)).toEqual(['ok:done', 'deep:failed', 'same-batch:done']);
-    expect(report.error).toEqual({ resource: 'deep', message: 'the directory /nope does not exist' });
-    host.reopen();
-    expect(Object.keys(host.env.store.state.records).sort()).toEqual(['ok', 'same-batch']);
+    const result = await host.apply(d);
+    expect(result.kind).toBe('refused');
+    if (result.kind !== 'refused') return;
+    expect(result.refusal).toBe('unappliable');
+    expect(result.details).toEqual(['deep (/nope/deeper): its directory /nope does not exist and nothing in the declaration makes it: declare it (a directory resource before this one), or make it on the machine']);
+    expect(existsSync(at('/etc/ok'))).toBe(false);
+    expect(existsSync(at('/etc/same'))).toBe(false);
   });
 
   it('stops at a step whose apply fails: what was staged before it commits, every later step is skipped', async () => {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyKilledAfter, applyNow, crashScene, leftBehind, runKilledAt, straceMissing, type CrashScene } from '../support/crash.js';
-import { peekState } from '../../src/store/store.js';
+import { peekState } from '../../src/core/store/store.js';
 import { scratchFolders } from '../support/tree.js';
 
 const folder = scratchFolders(afterEach);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countedByPackage as byPackage, lineChanges } from '../../src/resources/line-changes.js';
+import { countedByPackage as byPackage, lineChanges } from '../../src/engine/converge/line-changes.js';
 
 /** A small seeded generator, so that a failure is the same failure again. */
 function random(seed: number): () => number {

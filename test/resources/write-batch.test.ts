@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Resource } from '../../src/declaration/schema.js';
-import { openStore } from '../../src/apply/open.js';
-import { silentLogger } from '../../src/system/log.js';
+import type { Resource } from '../../src/core/declaration/schema.js';
+import { openStore } from '../../src/engine/apply/open-store.js';
+import { silentLogger } from '../../src/core/system/log.js';
 import { declaration, reportOf, testHost, type TestHost } from '../support/host.js';
 import { diff, snapshot } from '../support/snapshot.js';
 

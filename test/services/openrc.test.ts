@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratch } from '../support/tree.js';
-import { daemonOf, openrcManager } from '../../src/services/openrc.js';
-import { openrcLook } from '../../src/watch/probes.js';
-import { unitChange } from '../../src/watch/units.js';
+import { daemonOf, openrcManager } from '../../src/machine/services/openrc.js';
+import { openrcLook } from '../../src/kinds/service/unit-probe.js';
+import { unitChange } from '../../src/kinds/service/unit-watch.js';
 import { fakeRunner, said } from '../support/fake-runner.js';
 
 // As rc-status --all --nocolor and rc-update show default print them on Alpine.

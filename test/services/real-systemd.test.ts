@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import type { Resource } from '../../src/declaration/schema.js';
+import type { Resource } from '../../src/core/declaration/schema.js';
 import { useApplyInside } from '../support/apply-inside.js';
 import { projectDir } from '../support/cli.js';
 import { containerUnavailable, startSystemdContainer } from '../support/systemd-container.js';

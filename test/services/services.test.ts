@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Resource } from '../../src/declaration/schema.js';
+import type { Resource } from '../../src/core/declaration/schema.js';
 import { declaration, reportOf, testHost, type TestHost } from '../support/host.js';
 import { FakeSystemd, fakeClock } from '../support/fake-systemd.js';
-import type { UnitState } from '../../src/services/manager.js';
+import type { UnitState } from '../../src/machine/services/manager.js';
 
 let host: TestHost;
 afterEach(() => host?.cleanup());

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseShow } from '../../src/services/systemd.js';
+import { parseShow } from '../../src/machine/services/systemd.js';
 
 // As systemctl show -p … prints it for two units (its own property order, a blank line between).
 const output = `Id=dies.service

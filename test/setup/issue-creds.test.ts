@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createAccount, fromSeed } from '@nats-io/nkeys';
 import { decode } from '@nats-io/jwt';
-import { issueCreds, userOfCreds } from '../../src/setup/accounts.js';
+import { issueCreds, userOfCreds } from '../../src/control/setup/nats-accounts.js';
 import { hostPermissions } from '../../src/link/permissions.js';
 
 const seedOfCreds = (creds: string) => /-+BEGIN USER NKEY SEED-+\s*(\S+)/.exec(creds)![1]!;

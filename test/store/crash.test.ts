@@ -3,7 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { peekState, Store } from '../../src/store/store.js';
+import { peekState, Store } from '../../src/core/store/store.js';
 import { projectDir } from '../support/cli.js';
 import { scratchFolders } from '../support/tree.js';
 import { runKilledAt, straceMissing, type Injection } from '../support/crash.js';

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Store, STATE_FILE } from '../../src/store/store.js';
-import type { ResourceRecord } from '../../src/store/state.js';
-import { silentLogger } from '../../src/system/log.js';
+import { Store, STATE_FILE } from '../../src/core/store/store.js';
+import type { ResourceRecord } from '../../src/core/store/state.js';
+import { silentLogger } from '../../src/core/system/log.js';
 import { scratchFolders } from '../support/tree.js';
 
 const folder = scratchFolders(afterEach);

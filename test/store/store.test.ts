@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { Store } from '../../src/store/store.js';
-import { HostError } from '../../src/system/errors.js';
+import { Store } from '../../src/core/store/store.js';
+import { HostError } from '../../src/core/system/errors.js';
 import { scratchFolders } from '../support/tree.js';
 
 const folder = scratchFolders(afterEach);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Resource } from '../../src/declaration/schema.js';
-import type { Report } from '../../src/report/report.js';
+import type { Resource } from '../../src/core/declaration/schema.js';
+import type { Report } from '../../src/engine/report/report.js';
 import { projectDir } from './cli.js';
 import type { SystemdContainer } from './systemd-container.js';
 import { scratch } from './tree.js';

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { ArchiveObjects } from '../../src/archive/objects.js';
+import type { ArchiveObjects } from '../../src/kinds/archive/objects.js';
 
 /** GNU tar, run as an operator would; throws with its stderr when it fails. */
 export function gnuTar(args: string[], cwd?: string): void {

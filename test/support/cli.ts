@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { systemRunner, type RunResult } from '../../src/system/runner.js';
+import { systemRunner, type RunResult } from '../../src/core/system/runner.js';
 
 /** The package root, found upwards from this file (the tests run from test/, the benchmarks from dist/test/). */
 export const projectDir = ((): string => {

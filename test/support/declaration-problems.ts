@@ -1,4 +1,4 @@
-import { validateDeclaration } from '../../src/declaration/validate.js';
+import { validateDeclaration } from '../../src/core/declaration/validate.js';
 
 /**
  * What the gate says of a converged declaration for web-1 holding a file `conf` (the file a restartOn can

@@ -1,4 +1,4 @@
-import type { CommandRunner, RunOptions, RunResult } from '../../src/system/runner.js';
+import type { CommandRunner, RunOptions, RunResult } from '../../src/core/system/runner.js';
 
 export type Answer = RunResult | 'hang' | ((args: readonly string[]) => RunResult | 'hang');
 

@@ -1,6 +1,6 @@
-import type { Clock } from '../../src/system/clock.js';
-import { ServiceManagerError, type ServiceManager, type UnitAction, type UnitState } from '../../src/services/manager.js';
-import { SYSTEMD_UNIT_DIRECTORIES } from '../../src/services/systemd.js';
+import type { Clock } from '../../src/core/system/clock.js';
+import { ServiceManagerError, type ServiceManager, type UnitAction, type UnitState } from '../../src/machine/services/manager.js';
+import { SYSTEMD_UNIT_DIRECTORIES } from '../../src/machine/services/systemd.js';
 
 /** How a fake unit behaves once started, as real ones do. */
 export type Behaviour =
@@ -24,6 +24,7 @@ export function fakeClock(): Clock & { advance(ms: number): void; slept: number[
     slept,
     now: () => new Date(Date.UTC(2026, 11, 1) + t),
     monotonic: () => t,
+    boot: () => ({ bootId: 'fake-boot', ms: t }),
     sleep: async (ms) => {
       slept.push(ms);
       t += ms;

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { RunResult } from '../../src/system/runner.js';
+import type { RunResult } from '../../src/core/system/runner.js';
 import { dropStaleBuilds, withBuildLock } from './build-lock.js';
 import { projectDir } from './cli.js';
 import { childOf, containerUnavailable } from './systemd-container.js';

@@ -1,15 +1,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { applyDeclaration, type ApplyRequest, type ApplyResult, type HostEnv } from '../../src/apply/apply.js';
-import { receiveDeclaration } from '../../src/declaration/load.js';
-import type { Declaration, Resource } from '../../src/declaration/schema.js';
-import { systemAccounts } from '../../src/resources/accounts.js';
-import type { HandlerTable } from '../../src/resources/converge.js';
-import { BASE_HANDLERS } from '../../src/resources/handlers.js';
-import { hostHandlers, type HandlerParts } from '../../src/host/environment.js';
-import { Store } from '../../src/store/store.js';
-import { systemClock } from '../../src/system/clock.js';
-import { silentLogger, type Logger } from '../../src/system/log.js';
+import { applyDeclaration, type ApplyRequest, type ApplyResult, type HostEnv } from '../../src/engine/apply/apply.js';
+import { receiveDeclaration } from '../../src/core/declaration/load.js';
+import type { Declaration, Resource } from '../../src/core/declaration/schema.js';
+import { systemAccounts } from '../../src/engine/converge/unix-accounts.js';
+import type { HandlerTable } from '../../src/engine/converge/converge.js';
+import { BASE_HANDLERS } from '../../src/kinds/kind-handlers.js';
+import { hostHandlers, type HandlerParts } from '../../src/host/env/host-environment.js';
+import { Store } from '../../src/core/store/store.js';
+import { systemClock } from '../../src/core/system/clock.js';
+import { silentLogger, type Logger } from '../../src/core/system/log.js';
 import { scratch } from './tree.js';
 
 export interface TestHost {

@@ -1,15 +1,16 @@
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { JOURNAL_DIR, journalPath, readJournal } from '../../src/archive/journal.js';
-import { CARRIED_BUNDLE, CARRIED_CREDS, KEPT_DECLARATION, KEPT_REVISION } from '../../src/host/paths.js';
-import { FAILED_TRIAL_FILE } from '../../src/release/layout.js';
-import { HOST_KEY_FILE } from '../../src/report/host-key.js';
-import { FULL_REPORTS_DIR, OUTBOX_DIR } from '../../src/report/outbox.js';
-import { INTENTS_FILE } from '../../src/store/intents.js';
-import { LOCK_FILE } from '../../src/store/lock.js';
-import { journalName } from '../../src/store/records.js';
-import { peekState, STATE_FILE } from '../../src/store/store.js';
-import type { StoreState } from '../../src/store/state.js';
+import { basename, join } from 'node:path';
+import { JOURNAL_DIR, journalPath, readJournal } from '../../src/kinds/archive/journal.js';
+import { CARRIED_BUNDLE, CARRIED_CREDS, KEPT_DECLARATION, KEPT_REVISION } from '../../src/host/env/host-paths.js';
+import { FAILED_TRIAL_FILE, RELEASES_DIR } from '../../src/host/release/layout.js';
+import { HOST_KEY_FILE } from '../../src/engine/report/host-key.js';
+import { SEALING_KEY_FILE } from '../../src/engine/report/sealing-key.js';
+import { FULL_REPORTS_DIR, OUTBOX_DIR } from '../../src/engine/report/outbox.js';
+import { INTENTS_FILE } from '../../src/core/store/intents.js';
+import { LOCK_FILE } from '../../src/core/store/store-lock.js';
+import { journalName } from '../../src/core/store/records.js';
+import { peekState, STATE_FILE } from '../../src/core/store/store.js';
+import type { StoreState } from '../../src/core/store/state.js';
 
 /**
  * What a crash left that the store does not account for, once the host has settled (the next start,
@@ -57,8 +58,10 @@ function rootLeaks(root: string, stateDir: string, state: StoreState | undefined
 }
 
 const REPORT = /^(\d{12})\.json$/;
+/** The releases' folder: an installed host's state directory (the default one) holds it, the launcher's own. */
+const RELEASES_IN_STATE = basename(RELEASES_DIR);
 /** Names the host keeps in its state directory beside the store (a daemon's, genesis's, a release's). */
-const KEPT = new Set([LOCK_FILE, KEPT_DECLARATION, KEPT_REVISION, CARRIED_BUNDLE, CARRIED_CREDS, HOST_KEY_FILE, FAILED_TRIAL_FILE]);
+const KEPT = new Set([LOCK_FILE, KEPT_DECLARATION, KEPT_REVISION, CARRIED_BUNDLE, CARRIED_CREDS, HOST_KEY_FILE, SEALING_KEY_FILE, FAILED_TRIAL_FILE, RELEASES_IN_STATE]);
 
 function stateLeaks(stateDir: string, state: StoreState | undefined): string[] {
   let names: string[];

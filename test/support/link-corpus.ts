@@ -1,6 +1,6 @@
 import { linkSync, mkdirSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { ArchiveRefusalKind } from '../../src/archive/refusal.js';
+import type { ArchiveRefusalKind } from '../../src/kinds/archive/refusal.js';
 import { gnuTar, pyTar, type PyEntry } from './archives.js';
 
 /**

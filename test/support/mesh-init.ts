@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { freePort, NatsServer } from './nats.js';
 import { projectDir, runCli } from './cli.js';
 import { scratch } from './tree.js';
-import type { RunResult } from '../../src/system/runner.js';
+import type { RunResult } from '../../src/core/system/runner.js';
 
 /** One host of a mesh made by `meshctl init`: its own key, credentials and bundle, its daemon as a process. */
 export interface InitHost {
@@ -12,8 +13,12 @@ export interface InitHost {
   root: string;
   state: string;
   flags: string[];
+  /** The credentials node-creds gave it, where its configuration names them. */
+  creds: string;
   log: () => string;
   stop(): Promise<void>;
+  /** Starts its daemon again after stop(), and waits for its link. */
+  start(): Promise<void>;
 }
 
 export interface EnrolOptions {
@@ -24,6 +29,8 @@ export interface EnrolOptions {
   server?: string;
   /** More of the host's configuration. */
   config?: object;
+  /** More flags for meshctl bundle (another key's signature under a threshold of 2, say). */
+  bundleArgs?: string[];
 }
 
 /** A mesh as a newcomer makes it: `meshctl init` (one server or a cluster), its servers started on free loopback ports. */
@@ -36,6 +43,8 @@ export interface InitMesh {
   enrol(node: string, options?: EnrolOptions): Promise<InitHost>;
   /** Where each server takes sites' leaf nodes. */
   leafPorts: number[];
+  /** A connection to every server with meshctl's credentials, as the control side reads the mesh; closed by close(). */
+  control(): Promise<NatsConnection>;
   close(): Promise<void>;
 }
 
@@ -77,28 +86,31 @@ export async function initMesh(options: { servers?: number } = {}): Promise<Init
     must('node-key', await meshctl(['node-key', node, '--out', at('node.nk'), ...(o.labels ?? []).flatMap((l) => ['--label', l])]));
     must('node-creds', await meshctl(['node-creds', node, '--out', at('node.creds')]));
     writeFileSync(at('first.json'), JSON.stringify({ version: 1, node, mode: 'converged', resources: o.resources ?? [] }));
-    must('bundle', await meshctl(['bundle', at('first.json'), '--node-key', at('node.nk'), '--embed-creds', at('node.creds'), ...(o.server ? ['--host-server', o.server] : []), '--out', at('bundle.json')]));
+    must('bundle', await meshctl(['bundle', at('first.json'), '--node-key', at('node.nk'), '--embed-creds', at('node.creds'), ...(o.server ? ['--host-server', o.server] : []), ...(o.bundleArgs ?? []), '--out', at('bundle.json')]));
     const flags = ['--root', at('root'), '--state-dir', at('state'), '--config', at('host.json')];
     must('genesis', await runCli('mesh-host', ['genesis', at('bundle.json'), '--mode', 'converged', ...flags, '--log-level', 'warn']));
     writeFileSync(at('host.json'), JSON.stringify({ ...JSON.parse(readFileSync(at('host.json'), 'utf8')), heartbeatMs: 1000, reconcileIntervalMs: 3_600_000, verifyPauseMs: 100, ...o.config }));
     let log = '';
     let proc: ChildProcess | undefined;
-    if (o.start !== false) {
+    const start = async () => {
+      const from = log.length;
       proc = spawn(process.execPath, [join(projectDir, 'bin/mesh-host'), 'run', ...flags, '--log-level', 'debug'], { stdio: ['ignore', 'pipe', 'pipe'] });
       proc.stdout!.on('data', (d: Buffer) => (log += d.toString()));
       proc.stderr!.on('data', (d: Buffer) => (log += d.toString()));
       const started = Date.now();
-      while (!log.includes('link: connected')) {
+      while (!log.slice(from).includes('link: connected')) {
         if (Date.now() - started > 60_000) throw new Error(`${node}'s daemon did not connect:\n${log}`);
         if (proc.exitCode !== null) throw new Error(`${node}'s daemon exited ${proc.exitCode}:\n${log}`);
         await new Promise((r) => setTimeout(r, 50));
       }
-    }
+    };
+    if (o.start !== false) await start();
     const host: InitHost = {
       node,
       root: at('root'),
       state: at('state'),
       flags,
+      creds: at('node.creds'),
       log: () => log,
       async stop() {
         if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
@@ -107,9 +119,17 @@ export async function initMesh(options: { servers?: number } = {}): Promise<Init
         p.kill('SIGTERM');
         await exit;
       },
+      start,
     };
     hosts.push(host);
     return host;
+  }
+
+  const controls: NatsConnection[] = [];
+  async function control(): Promise<NatsConnection> {
+    const nc = await connect({ servers: servers.map((s) => s.url), authenticator: credsAuthenticator(readFileSync(join(dir, 'meshctl.creds'))) });
+    controls.push(nc);
+    return nc;
   }
 
   return {
@@ -118,10 +138,22 @@ export async function initMesh(options: { servers?: number } = {}): Promise<Init
     leafPorts,
     meshctl,
     enrol,
+    control,
     async close() {
+      for (const nc of controls) await nc.close();
       for (const h of hosts) await h.stop();
       for (const s of servers) await s.stop();
       work.cleanup();
     },
   };
+}
+
+/** Waits for the host's file to hold `content` (the event itself, polled), failing with the host's log. */
+export async function untilFile(host: InitHost, path: string, content: string, timeoutMs = 30_000): Promise<void> {
+  const started = Date.now();
+  const at = join(host.root, path);
+  while (!(existsSync(at) && readFileSync(at, 'utf8') === content)) {
+    if (Date.now() - started > timeoutMs) throw new Error(`${host.node} did not apply ${path}:\n${host.log().slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { makeMeshAccounts } from '../../src/setup/accounts.js';
-import { operatorModeLines } from '../../src/setup/server-conf.js';
+import { makeMeshAccounts } from '../../src/control/setup/nats-accounts.js';
+import { operatorModeLines } from '../../src/control/setup/server-conf.js';
 
 /**
  * A nats-server in operator mode, as `meshctl init` sets one up (the product's own accounts and
@@ -17,7 +17,7 @@ export async function operatorMode(dir: string): Promise<{ conf: string; creds: 
   const accountKey = join(dir, 'account-signing.nk');
   writeFileSync(accountKey, `${accounts.accountSigning.seed}\n`, { mode: 0o600 });
   const conf = join(dir, 'operator.conf');
-  writeFileSync(conf, [...operatorModeLines(accounts), ''].join('\n'));
+  writeFileSync(conf, [...operatorModeLines(accounts, join(dir, 'jwt')), ''].join('\n'));
   return { conf, creds, accountKey, account: accounts.account.publicKey };
 }
 export interface TlsFiles {

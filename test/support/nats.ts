@@ -95,6 +95,8 @@ export class NatsServer {
     const args = this.whole ? this.extra : ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.dir, ...this.extra];
     const proc = spawn('nats-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc = proc;
+    // A restart is ready when this run says so, not because the last one did.
+    this.log = '';
     live.add(proc);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`nats-server on ${this.port} did not start:\n${this.log}`)), 15_000);

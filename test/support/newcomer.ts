@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RunResult } from '../../src/system/runner.js';
+import type { RunResult } from '../../src/core/system/runner.js';
 import { freshMachine, type FreshMachine } from './fresh-debian.js';
 import { projectDir } from './cli.js';
 import { tryOutputProblems } from './try-output.js';
@@ -54,8 +54,20 @@ export interface NewcomerRun {
   problems: string[];
   /** The machine's policy-rc.d before and after. */
   policy: { before: FileState | undefined; after: FileState | undefined };
+  /** The Debian packages installed on the machine when try.sh ended (dpkg's own record). */
+  packages: string[];
   /** Wall milliseconds: the machine and the clone, then try.sh. */
   ms: { clone: number; tryScript: number };
+}
+
+/** The packages dpkg records as installed under `root`. */
+export function installedPackages(root: string): string[] {
+  return readFileSync(join(root, 'var/lib/dpkg/status'), 'utf8')
+    .split('\n\n')
+    .filter((stanza) => /^Status: install ok installed$/m.test(stanza))
+    .map((stanza) => /^Package: (\S+)$/m.exec(stanza)?.[1])
+    .filter((name): name is string => name !== undefined)
+    .sort();
 }
 
 /**
@@ -73,7 +85,7 @@ export async function newcomerRun(): Promise<NewcomerRun> {
     const ms = { clone: cloned - start, tryScript: performance.now() - cloned };
     // The README the newcomer reads: the clone's own.
     const problems = tryOutputProblems(run.stdout, readFileSync(join(machine.root, checkout, 'README.md'), 'utf8'));
-    return { run, problems, policy: { before, after: fileState(machine.root, POLICY_RC_D) }, ms };
+    return { run, problems, policy: { before, after: fileState(machine.root, POLICY_RC_D) }, packages: installedPackages(machine.root), ms };
   } finally {
     machine.dispose();
   }

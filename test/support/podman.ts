@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { engineAnswers } from '../../src/containers/socket.js';
-import type { RunResult } from '../../src/system/runner.js';
+import { engineAnswers } from '../../src/kinds/container/socket.js';
+import type { RunResult } from '../../src/core/system/runner.js';
 import { projectDir } from './cli.js';
 import { containerUnavailable, startSystemdContainer, type SystemdContainer } from './systemd-container.js';
 

@@ -20,20 +20,24 @@ function sourcesDigest(): string {
     }
   };
   for (const dir of ['src', 'machines']) walk(dir);
-  for (const file of ['scripts/release.mjs', 'package-lock.json']) hash.update(readFileSync(join(projectDir, file)));
+  for (const file of ['scripts/release.mjs', 'scripts/node-binary.mjs', 'package-lock.json']) hash.update(readFileSync(join(projectDir, file)));
   return hash.digest('hex').slice(0, 16);
 }
 
-/** The path of a mesh-host single executable that says it is `version` (and, for a test build, fails as asked). */
-export function releaseBuild(version: string, fault?: 'start' | 'apply'): string {
-  const dir = join(tmpdir(), `mesh-host-releases-${sourcesDigest()}`, `${version}${fault ? `-${fault}` : ''}`);
+/**
+ * The path of a mesh-host single executable that says it is `version` (and, for a test build, fails as
+ * asked), for this machine's architecture or, given `arch`, for that one (linux-arm64 runs under qemu here).
+ */
+export function releaseBuild(version: string, fault?: 'start' | 'apply', arch: NodeJS.Architecture = process.arch): string {
+  const other = arch === process.arch ? '' : `-${arch}`;
+  const dir = join(tmpdir(), `mesh-host-releases-${sourcesDigest()}`, `${version}${fault ? `-${fault}` : ''}${other}`);
   const executable = join(dir, 'mesh-host');
   if (existsSync(executable)) return executable;
   return withBuildLock(dir, () => {
     if (existsSync(executable)) return executable;
     const making = `${dir}.making-${process.pid}`;
     rmSync(making, { recursive: true, force: true });
-    const made = spawnSync(process.execPath, ['scripts/release.mjs', '--host-only', '--version', version, '--out', making, ...(fault ? ['--fault', fault] : [])], { cwd: projectDir, encoding: 'utf8', timeout: 600_000 });
+    const made = spawnSync(process.execPath, ['scripts/release.mjs', '--host-only', '--version', version, '--out', making, ...(fault ? ['--fault', fault] : []), ...(other ? ['--arch', arch] : [])], { cwd: projectDir, encoding: 'utf8', timeout: 600_000 });
     if (made.status !== 0) throw new Error(`the release script failed (${made.status ?? made.signal}):\n${made.stderr}`);
     renameSync(making, dir);
     // Builds of older sources are some 90 MB each.

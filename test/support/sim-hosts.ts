@@ -1,13 +1,13 @@
 import { headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { digestOf, newOperatorKey, sign } from '../../src/declaration/envelope.js';
-import { newNkeySeed } from '../../src/declaration/nkey.js';
+import { digestOf, newOperatorKey, sign } from '../../src/core/declaration/envelope.js';
+import { newNkeySeed } from '../../src/core/declaration/nkey.js';
 import { Enrolments } from '../../src/link/enrolment.js';
 import { reportSigner, type ReportSigner } from '../../src/link/report-trust.js';
 import { DECLARATIONS_BUCKET, heartbeatSubject, reportMessageId, reportSubject } from '../../src/link/wire.js';
-import type { Report } from '../../src/report/report.js';
-import { lockWords, type LockNote } from '../../src/inhibit/defer.js';
+import type { Report } from '../../src/engine/report/report.js';
+import { lockWords, type LockNote } from '../../src/engine/inhibit/defer.js';
 
 /**
  * What a listening host does with a delivery: converge, fail at a resource, hold its report until released,

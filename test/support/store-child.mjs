@@ -1,6 +1,6 @@
 // A process that saves the store over and over, for crash and fault-injection tests.
 // usage: node store-child.mjs STATE_DIR COUNT [RECORDS]
-import { Store } from '../../dist/src/store/store.js';
+import { Store } from '../../dist/src/core/store/store.js';
 import { pino } from 'pino';
 
 const [dir, count = '1000000', size = '50'] = process.argv.slice(2);

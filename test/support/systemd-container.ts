@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import type { CommandRunner, RunResult } from '../../src/system/runner.js';
-import { systemRunner } from '../../src/system/runner.js';
+import type { CommandRunner, RunResult } from '../../src/core/system/runner.js';
+import { systemRunner } from '../../src/core/system/runner.js';
 
 /**
  * A real systemd, booted in a container over this machine's own root :
@@ -22,6 +22,11 @@ export interface ContainerOptions {
   binds?: string[];
   /** The same, read-only. */
   readOnlyBinds?: string[];
+  /**
+   * Folders of the tree made writable inside under a throwaway overlay (`/usr`: under --volatile=yes it
+   * is read-only, and a package installs into it); what is written there is gone with the container.
+   */
+  writable?: string[];
   bootTimeoutMs?: number;
   /** A network namespace of its own (nothing but lo): what runs inside cannot reach this machine's ruleset. */
   privateNetwork?: boolean;
@@ -110,6 +115,7 @@ export async function startContainer(options: TreeContainerOptions): Promise<Sys
     '-D', options.tree ?? '/', `--volatile=${options.tree ? 'overlay' : 'yes'}`, '-M', name, '--register=no', '--keep-unit', '--console=passive',
     ...(options.binds ?? []).map((dir) => `--bind=${dir}`),
     ...(options.readOnlyBinds ?? []).map((path) => `--bind-ro=${path}`),
+    ...(options.writable ?? []).map((dir) => `--overlay=${dir}::${dir}`),
     ...(options.tree ? [] : [`--bind-ro=${NO_FIREWALLS_PRESET}:/etc/systemd/system-preset/00-mesh-host-tests.preset`]),
     ...(options.privateNetwork ? ['--private-network'] : []),
     ...(options.boot ? ['-b', 'systemd.firstboot=off', ...(options.initArgs ?? [])] : ['--as-pid2', ...(options.command ?? ['sleep', 'infinity'])]),

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { HostFixture } from '../support/daemon.js';
 import { useMesh } from '../support/mesh.js';
 import { natsUnavailable } from '../support/nats.js';
-import type { Report } from '../../src/report/report.js';
+import type { Report } from '../../src/engine/report/report.js';
 
 /** Waits for the first report that matches, whatever came before it (genesis, the bundle's first value). */
 async function reportWhere(h: HostFixture, what: string, match: (r: Report) => boolean, timeoutMs = 30_000): Promise<Report> {

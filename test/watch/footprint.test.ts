@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { watchFootprint } from '../../src/watch/footprint.js';
-import { realPaths } from '../../src/declaration/real-paths.js';
-import type { Finding } from '../../src/watch/finding.js';
-import { silentLogger } from '../../src/system/log.js';
+import { watchFootprint } from '../../src/host/watch/footprint.js';
+import { realPaths } from '../../src/core/declaration/real-paths.js';
+import type { Finding } from '../../src/engine/converge/watch-finding.js';
+import { silentLogger } from '../../src/core/system/log.js';
 import { scratch } from '../support/tree.js';
 
 let cleanups: Array<() => void> = [];

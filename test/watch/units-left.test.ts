@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/system/log.js';
-import type { Finding } from '../../src/watch/finding.js';
-import { watchUnits, type UnitLook } from '../../src/watch/units.js';
+import { silentLogger } from '../../src/core/system/log.js';
+import type { Finding } from '../../src/engine/converge/watch-finding.js';
+import { watchUnits, type UnitLook } from '../../src/kinds/service/unit-watch.js';
 
 const up = (invocationId: string, nRestarts = 0): UnitLook => ({ activeState: 'active', subState: 'running', invocationId, nRestarts });
 const failed: UnitLook = { activeState: 'failed', subState: 'failed', invocationId: '', nRestarts: 0 };

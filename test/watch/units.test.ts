@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { systemdManager } from '../../src/services/systemd.js';
-import { silentLogger } from '../../src/system/log.js';
-import type { Finding } from '../../src/watch/finding.js';
-import { unitProbe } from '../../src/watch/probes.js';
-import { watchUnits } from '../../src/watch/units.js';
+import { systemdManager } from '../../src/machine/services/systemd.js';
+import { silentLogger } from '../../src/core/system/log.js';
+import type { Finding } from '../../src/engine/converge/watch-finding.js';
+import { unitProbe } from '../../src/kinds/service/unit-probe.js';
+import { watchUnits } from '../../src/kinds/service/unit-watch.js';
 import { containerUnavailable, startSystemdContainer } from '../support/systemd-container.js';
 import { useContainer } from '../support/container-block.js';
 

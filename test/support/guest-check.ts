@@ -1,0 +1,56 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { peekState } from '../../src/core/store/store.js';
+import { OUTBOX_DIR } from '../../src/engine/report/outbox.js';
+import { leaks } from './leaks.js';
+
+/**
+ * Run inside the guest (by the node on the tools disk, bundled into one file by the harness); each
+ * answer is one marked line for the harness to read off the serial console.
+ *
+ *   leaks ROOT STATE_DIR FOUND_JSON   what the data disk's root and state directory hold that the store
+ *                                     does not account for, and what it records that is missing (see
+ *                                     leaks); FOUND_JSON lists what the root held before the host came
+ *   leaks-state STATE_DIR             the same, of the state directory alone
+ *   settled STATE_DIR SEQUENCE SECS   waits (reading the store without its lock, beside a running
+ *                                     daemon) until the declaration SEQUENCE is the last applied and
+ *                                     the outbox is empty: every report made has been acknowledged
+ */
+const [command, ...args] = process.argv.slice(2);
+
+function outboxCount(stateDir: string): number {
+  try {
+    return readdirSync(join(stateDir, OUTBOX_DIR)).filter((name) => /^\d+\.json$/.test(name)).length;
+  } catch {
+    return 0;
+  }
+}
+
+async function settled(stateDir: string, sequence: number, seconds: number): Promise<string> {
+  const until = Date.now() + seconds * 1000;
+  for (;;) {
+    let applied: number | undefined;
+    try {
+      applied = peekState(stateDir)?.lastApplied?.sequence;
+    } catch {
+      // Read while the daemon renames it in: read again.
+    }
+    const waiting = outboxCount(stateDir);
+    if (applied === sequence && waiting === 0) return 'yes';
+    if (Date.now() > until) return `no: applied ${applied ?? 'none'}, ${waiting} reports in the outbox`;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+if (command === 'leaks') {
+  const [root, stateDir, foundFile] = args;
+  const found = new Set(JSON.parse(readFileSync(foundFile!, 'utf8')) as string[]);
+  process.stdout.write(`MESH-GUEST:leaks ${JSON.stringify(leaks({ root: root!, stateDir: stateDir! }, found))}\n`);
+} else if (command === 'leaks-state') {
+  process.stdout.write(`MESH-GUEST:leaks ${JSON.stringify(leaks({ stateDir: args[0]! }))}\n`);
+} else if (command === 'settled') {
+  const [stateDir, sequence, seconds] = args;
+  process.stdout.write(`MESH-GUEST:settled ${await settled(stateDir!, Number(sequence), Number(seconds))}\n`);
+} else {
+  throw new Error(`guest-check: leaks ROOT STATE_DIR FOUND_JSON, or settled STATE_DIR SEQUENCE SECONDS (not ${command})`);
+}
