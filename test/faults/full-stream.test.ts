@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DiscardPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { DECLARATIONS_BUCKET, REPORTS_STREAM } from '../../src/link/wire.js';
@@ -75,4 +76,56 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a full JetStream 
     expect(reports.at(-1)?.declaration?.sequence).toBe(4);
     await nc.close();
   }, 90_000);
+});
+
+/**
+ * The account's JetStream storage limit reached (the server's accounts block gives the mesh's account
+ * 2 MB of file storage; unauthenticated clients are its user): `meshctl send` names the account's
+ * limit, not a stream's, and sends once there is room.
+ */
+const ACCOUNT_LIMIT = 2 * 1024 * 1024;
+const accountConfig = join(mkdtempSync(join(tmpdir(), 'mesh-host-account-')), 'account.conf');
+writeFileSync(accountConfig, `accounts { MESH: { jetstream: { max_file: ${ACCOUNT_LIMIT}, max_mem: 1048576 }, users: [{ user: mesh, password: mesh }] } }\nno_auth_user: mesh\n`);
+
+describe.skipIf(unavailable !== undefined && !process.env.CI)(`an account whose JetStream storage is full${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
+  const mesh = useMesh({ server: { configFile: accountConfig } });
+
+  it("meshctl send names the account's storage limit when it is reached, and sends once there is room", async () => {
+    const h = await mesh.enrol({ start: false });
+    const nc = await control([mesh.server.url]);
+    const jsm = await jetstreamManager(nc);
+    const js = jsm.jetstream();
+    const stream = `KV_${DECLARATIONS_BUCKET}`;
+    // Another stream of the account takes what is left, to the last few bytes: chunks of 64 KiB, then 1 KiB, then 64 bytes, each until the server turns one away.
+    await jsm.streams.add({ name: 'FILLER', subjects: ['filler'] });
+    for (const size of [65_536, 1024, 64]) {
+      const chunk = new Uint8Array(size);
+      for (;;) {
+        const accepted = await js.publish('filler', chunk).then(() => true, () => false);
+        if (!accepted) break;
+      }
+    }
+    const account = await jsm.getAccountInfo();
+    expect(account.limits.max_storage).toBe(ACCOUNT_LIMIT);
+    expect(ACCOUNT_LIMIT - account.storage, 'the account is full to within a small declaration').toBeLessThan(1024);
+    const before = (await jsm.streams.info(stream)).state.messages;
+
+    const key = join(h.dir, 'keys/operator.nk');
+    const file = join(h.dir, 'next.json');
+    writeFileSync(file, JSON.stringify({ version: 1, node: h.node, mode: 'converged', resources: [{ type: 'directory', id: 'b', path: '/srv/b' }] }));
+    const send = () => runCli('meshctl', ['send', h.node, file, '--key', key, '--server', mesh.server.url, '--json', '--log-level', 'error'], { timeoutMs: 60_000 });
+    const full = await send();
+    expect(full.code, full.stdout + full.stderr).toBe(3);
+    expect(full.stderr).not.toMatch(/unexpected failure|\n\s+at /);
+    const error = (JSON.parse(full.stdout) as { error: { message: string; subjects: Array<{ kind: string; entry: string }> } }).error;
+    expect(error.subjects).toEqual([{ kind: 'account-max-storage', entry: 'account' }]);
+    expect(error.message).toContain(`storage limit of ${ACCOUNT_LIMIT} (max_storage)`);
+    expect((await jsm.streams.info(stream)).state.messages, 'nothing was sent').toBe(before);
+
+    await jsm.streams.purge('FILLER');
+    const sent = await send();
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    expect((await jsm.streams.info(stream)).state.messages).toBe(before + 1);
+    await nc.close();
+  }, 120_000);
 });

@@ -11,7 +11,8 @@ import { powerCutBench, powerCutScenarios, type PowerCutBench } from '../support
  * One power cut of each scenario in a real guest kernel (the benchmark, `npm run bench -- powercut`,
  * runs twenty a scenario): the cut falls at a random instant early in the work (an apply's counted
  * from its first intent written, a delivery's from the first put), where every one of these scenarios
- * is still writing, and must fall inside it (the test says so when it did not). Then the guest boots
+ * is still writing, and must fall inside it (a cut that fell after the work is made again earlier, up to
+ * CUT_TRIES times, and the test says so when none fell inside). Then the guest boots
  * again and every check of the scenario must pass.
  */
 const unavailable = guestUnavailable() ?? natsUnavailable();
@@ -26,6 +27,8 @@ const EARLY_MS = 1500;
  * same; the benchmark's twenty cuts a scenario are of the 2,000.
  */
 const FILES = 300;
+/** How many cuts a scenario may take to land one inside its work. */
+const CUT_TRIES = 3;
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)('power cuts in a real guest kernel', () => {
   let dir: string;
@@ -42,9 +45,21 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)('power cuts in a r
   for (const scenario of powerCutScenarios(FILES)) {
     it(`${scenario.name}: a cut inside the work leaves nothing lost, leaked or doubled, and the next delivery converges`, async () => {
       const prepared = await scenario.prepare(bench);
-      const at = 200 + Math.round(Math.random() * EARLY_MS);
-      const result = await scenario.cut(bench, prepared, at, true);
-      expect(result.inside, `the cut at ${at} ms fell after the work had ended`).toBe(true);
+      // On a quiet machine the emulator may finish a scenario's writing before a late instant: the cut
+      // then fell after the work, which proves nothing, and is made again (from the same prepared disk)
+      // at an instant drawn from the first half of the one that missed.
+      const missed: number[] = [];
+      let latest = 200 + EARLY_MS;
+      let result: Awaited<ReturnType<typeof scenario.cut>>;
+      do {
+        const at = Math.round(100 + Math.random() * (latest - 100));
+        result = await scenario.cut(bench, prepared, at, true);
+        if (!result.inside) {
+          missed.push(at);
+          latest = Math.max(150, at / 2);
+        }
+      } while (!result.inside && missed.length < CUT_TRIES);
+      expect(result.inside, `every cut fell after the work had ended (at ${missed.join(', ')} ms)`).toBe(true);
       expect(result.problems).toEqual([]);
     }, 1_800_000);
   }

@@ -11,7 +11,8 @@ import { scratch } from '../support/tree.js';
 import type { Report } from '../../src/engine/report/report.js';
 import { readSeed } from '../../src/control/commands/keys-command.js';
 import { sign } from '../../src/core/declaration/envelope.js';
-import { DECLARATIONS_BUCKET } from '../../src/link/wire.js';
+import { DECLARATIONS_BUCKET, REPORTS_STREAM } from '../../src/link/wire.js';
+import { DiscardPolicy, jetstreamManager } from '@nats-io/jetstream';
 
 /**
  * The launcher with real single executables of this checkout and a real nats-server, in a scratch
@@ -21,6 +22,10 @@ import { DECLARATIONS_BUCKET } from '../../src/link/wire.js';
  */
 const unavailable = natsUnavailable();
 const NODE = 'release-node';
+const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+const DAY = 24 * 3600 * 1000;
+/** How long a trial has here: long enough to pass on a loaded machine, short enough to wait out once. */
+const TRIAL_MS = 40_000;
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)(`mesh-host launch${unavailable ? ` (cannot run: ${unavailable})` : ''}`, () => {
   let server: NatsServer;
@@ -107,15 +112,23 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`mesh-host launch$
       },
     };
   };
-  const startLauncher = () => {
+  /** Acts, once, on the first line the launcher logs that matches: at once, not at the next look of an `until`. */
+  let watches: { pattern: RegExp; act: () => void }[] = [];
+  const whenLogged = (pattern: RegExp, act: () => void) => watches.push({ pattern, act });
+  const startLauncher = (env: NodeJS.ProcessEnv = {}) => {
     lines = [];
-    const child = spawn(join(releases(), 'current/mesh-host'), ['launch', ...hostFlags()], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(join(releases(), 'current/mesh-host'), ['launch', ...hostFlags()], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let rest = '';
     const onData = (d: Buffer) => {
       const text = rest + d.toString();
       const parts = text.split('\n');
       rest = parts.pop()!;
       lines.push(...parts);
+      for (const line of parts) {
+        const matched = watches.filter((w) => w.pattern.test(line));
+        watches = watches.filter((w) => !matched.includes(w));
+        for (const w of matched) w.act();
+      }
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
@@ -206,4 +219,54 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`mesh-host launch$
     expect(all.map((r) => r.sequence)).toEqual(all.map((_, i) => i + 1));
     expect(all.filter((r) => r.trigger === 'trial').map((r) => r.outcome)).toEqual(['failed', 'failed', 'failed']);
   }, 900_000);
+
+  /**
+   * A trial is a duration: the wall clock of the launcher and of both hosts (libfaketime, reading its
+   * offset from a file at every call; the monotonic clock as it is) stepped a day forward while a trial
+   * runs does not end it, and a day back does not hold one that cannot pass beyond its time.
+   */
+  it.skipIf(!existsSync(LIBFAKETIME) && !process.env.CI)('a trial under a wall clock stepped a day forward passes; one stepped a day back fails when its time is up, not a day later', async () => {
+    const config = join(root(), 'etc/mesh-host/host.json');
+    writeFileSync(config, JSON.stringify({ ...(JSON.parse(readFileSync(config, 'utf8')) as object), trialTimeoutMs: TRIAL_MS }));
+    const offset = join(work.dir, 'faketime-offset');
+    writeFileSync(offset, '+0');
+    const stepTo = (to: string) => () => writeFileSync(offset, to);
+
+    // The first run ended in the middle of a trial of 0.1.0, which is declared still: the launcher tries
+    // it again as soon as 0.2.0 serves. A day forward the moment it starts.
+    whenLogged(/release 0\.1\.0 started on trial/, stepTo('+1d'));
+    const child = startLauncher({ LD_PRELOAD: LIBFAKETIME, FAKETIME_TIMESTAMP_FILE: offset, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' });
+    await until('0.1.0 to pass its trial', () => said(/release 0\.1\.0 passed its trial/));
+    expect(current()).toBe('0.1.0');
+    // The step came inside the trial: it began by the clock as it was and passed a day ahead.
+    expect(Math.abs(loggedAt(/release 0\.1\.0 started on trial/) - Date.now()), 'the trial began before the step').toBeLessThan(DAY / 2);
+    expect(loggedAt(/release 0\.1\.0 passed its trial/) - Date.now(), 'the trial passed after the step').toBeGreaterThan(DAY / 2);
+
+    // 0.2.0 on trial cannot pass: the reports stream is full, so its report is never acknowledged. A day
+    // back the moment it starts; it fails when its time is up.
+    const nc = await connect({ servers: [server.url] });
+    const jsm = await jetstreamManager(nc);
+    const info = await jsm.streams.info(REPORTS_STREAM);
+    await jsm.streams.update(REPORTS_STREAM, { ...info.config, max_bytes: Math.max(1, info.state.bytes), discard: DiscardPolicy.New });
+    let trialBegan = 0;
+    whenLogged(/release 0\.2\.0 started on trial/, () => {
+      trialBegan = performance.now();
+      stepTo('-1d')();
+    });
+    await send('0.2.0');
+    await until('the trial of 0.2.0 to fail', () => said(/release 0\.2\.0 failed its trial: it did not pass within/), TRIAL_MS + 120_000);
+    const took = performance.now() - trialBegan;
+    expect(took, 'not before its time').toBeGreaterThanOrEqual(TRIAL_MS - 1000);
+    expect(took, 'when its time was up, not a day later').toBeLessThan(TRIAL_MS + 60_000);
+    expect(current()).toBe('0.1.0');
+
+    // Room again: every report, the failed trial's among them, goes once and in order.
+    await jsm.streams.update(REPORTS_STREAM, { ...info.config });
+    await nc.close();
+    await until('the failed trial of 0.2.0 reported', async () => (await reports()).some((r) => r.trigger === 'trial' && r.outcome === 'failed' && /release 0\.2\.0 failed its trial: it did not pass within/.test(r.error?.message ?? '')));
+    const all = await reports();
+    expect(all.map((r) => r.sequence)).toEqual(all.map((_, i) => i + 1));
+    child.kill('SIGTERM');
+    expect(await exited(child)).toBe(0);
+  }, 600_000);
 });
