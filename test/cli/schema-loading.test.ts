@@ -5,9 +5,13 @@ import { projectDir, runCli } from '../support/cli.js';
 import { useMesh } from '../support/mesh.js';
 import { natsUnavailable } from '../support/nats.js';
 import { scratch } from '../support/tree.js';
+import { CurveSender, curvePublicKey } from '../../src/core/declaration/sealed.js';
+import { newNkeySeed } from '../../src/core/declaration/nkey.js';
 
 /** The script the build keeps TypeBox in (scripts/bundle.mjs, APART): a program requires it at TypeBox's first use. */
 const TYPEBOX_SCRIPT = join(projectDir, 'dist/bin/apart/typebox.cjs');
+/** The script of the NATS libraries (the link's clients and nkeys): a one-shot apply has no link, and opens sealed values natively. */
+const NATS_SCRIPT = join(projectDir, 'dist/bin/apart/nats.cjs');
 
 let cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -52,7 +56,7 @@ function setup() {
   const witness = loadWitness(s.dir);
   const apply = (decl: string) =>
     runCli('mesh-host', ['apply', decl, '--root', root, '--state-dir', join(s.dir, 'state'), '--config', config], { env: { NODE_OPTIONS: `--require ${witness.hook}` } });
-  return { root, declare, apply, witness };
+  return { root, state: join(s.dir, 'state'), declare, apply, witness };
 }
 
 const VALID = [
@@ -61,7 +65,7 @@ const VALID = [
 ];
 
 describe('a valid declaration is checked without TypeBox; an invalid one is explained with it', () => {
-  it('an apply of a valid declaration, and its no-op apply again, never load TypeBox', async () => {
+  it('an apply of a valid declaration, and its no-op apply again, load neither TypeBox nor a NATS library', async () => {
     expect(existsSync(TYPEBOX_SCRIPT), 'the build keeps TypeBox in a script apart').toBe(true);
     const s = setup();
     const decl = s.declare(VALID);
@@ -74,6 +78,24 @@ describe('a valid declaration is checked without TypeBox; an invalid one is expl
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toMatch(/^plan: 0 of 2 steps to take$/m);
     expect(s.witness.loaded()).not.toContain(TYPEBOX_SCRIPT);
+    expect(s.witness.loaded(), 'a one-shot apply loads no NATS library').not.toContain(NATS_SCRIPT);
+  });
+
+  it('a one-shot apply of a sensitive file and of one sealed to this host opens and digests it without loading a NATS library', async () => {
+    expect(existsSync(NATS_SCRIPT), 'the build keeps the NATS libraries in a script apart').toBe(true);
+    const s = setup();
+    // A sensitive file: the host's curve key is made for its keyed digest.
+    const plain = await s.apply(s.declare([VALID[0], { ...VALID[1], sensitive: true }]));
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(s.witness.loaded()).not.toContain(NATS_SCRIPT);
+    const mine = curvePublicKey(readFileSync(join(s.state, 'seal.xk'), 'utf8'))!;
+    // The same file's content sealed to that key, as meshctl seals it: opened and written.
+    const sealed = new CurveSender(newNkeySeed('operator')).seal(Buffer.from('secret = 42\n'), mine);
+    const opened = await s.apply(s.declare([VALID[0], { ...VALID[1], sensitive: true, content: sealed }]));
+    expect(opened.code, opened.stderr).toBe(0);
+    expect(readFileSync(join(s.root, 'etc/app/app.conf'), 'utf8')).toBe('secret = 42\n');
+    expect(opened.stdout).not.toContain('secret = 42');
+    expect(s.witness.loaded()).not.toContain(NATS_SCRIPT);
   });
 
   it('an invalid declaration still gets its explanation by JSON path, TypeBox loaded for it, and nothing is touched', async () => {

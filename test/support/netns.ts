@@ -39,16 +39,40 @@ export class TestNetns {
     must(['netns', 'add', name]);
     const ns = new TestNetns(name, dir);
     try {
+      // No IPv6 in it: the links' IPv6 addresses would finish their duplicate-address detection a moment
+      // after they come up, and a browser started meanwhile takes that change of addresses for a new
+      // network and fails the page it was loading (net::ERR_NETWORK_CHANGED).
+      ns.inside(['sh', '-c', 'echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6 && echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6']);
       must(['-n', name, 'link', 'set', 'lo', 'up']);
       must(['-n', name, 'link', 'add', 'page0', 'type', 'veth', 'peer', 'name', 'page1']);
       must(['-n', name, 'addr', 'add', `${OFF_LOOPBACK_ADDRESS}/24`, 'dev', 'page0']);
       must(['-n', name, 'link', 'set', 'page0', 'up']);
       must(['-n', name, 'link', 'set', 'page1', 'up']);
+      ns.untilLinksUp(['page0', 'page1']);
     } catch (err) {
       ns.delete();
       throw err;
     }
     return ns;
+  }
+
+  /** Runs a command inside the namespace, throwing with its words when it fails. */
+  private inside(command: string[]): void {
+    const [program, ...args] = this.exec(command);
+    const r = spawnSync(program!, args, { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${command.join(' ')} in ${this.name}: ${r.stderr || r.error?.message}`);
+  }
+
+  /** Waits until the links' carrier is up (a veth's comes up a moment after it is set up): no change of them follows. */
+  private untilLinksUp(links: string[]): void {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const r = spawnSync('ip', ['-n', this.name, '-o', 'link', 'show', 'up'], { encoding: 'utf8' });
+      const up = links.filter((link) => new RegExp(`: ${link}@\\S+: <[^>]*\\bLOWER_UP\\b`).test(r.stdout));
+      if (up.length === links.length) return;
+      if (Date.now() > deadline) throw new Error(`the links ${links.join(', ')} of ${this.name} did not come up:\n${r.stdout}`);
+      spawnSync('sleep', ['0.05']);
+    }
   }
 
   /** The command line that runs `command` inside the namespace. */

@@ -97,30 +97,39 @@ export function operatorKey(text: string): KeyObject | string {
   return publicNkey(text, 'operator');
 }
 
-/** A seed of a kind (S + the kind's letter) as a native signing key and its public nkey; a reason when it is not one. */
-export function nkeySeed(text: string, kind: NkeyKind): { privateKey: KeyObject; publicKey: string } | string {
+/**
+ * The 32 raw bytes of a seed whose kind's prefix byte is `byte` (S + the kind's letter), checked: length,
+ * checksum, prefix; a reason when it is not one.
+ */
+export function rawSeed(text: string, kind: { byte: number; letter: string; name: string }): Buffer | string {
   const raw = base32Decode(text.trim());
-  const { byte, letter, name } = NKEY_KIND[kind];
   if (!raw || raw.length !== 36 || crc16(raw.subarray(0, 34)) !== raw.readUInt16LE(34)) return `not an nkey seed`;
   // Two prefix bytes: 'S' in the top five bits, then the kind's byte spread over the next eight.
   const kindByte = ((raw[0]! & 0b111) << 5) | ((raw[1]! & 0b11111000) >> 3);
-  if ((raw[0]! & 0b11111000) !== SEED || kindByte !== byte) return `not a ${name} seed (S${letter}…)`;
-  const seed = raw.subarray(2, 34);
-  const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
-  const publicRaw = createPublicKey(privateKey).export({ format: 'der', type: 'spki' }).subarray(SPKI_PREFIX.length);
-  const body = Buffer.concat([Buffer.from([byte]), publicRaw]);
-  const checksum = Buffer.alloc(2);
-  checksum.writeUInt16LE(crc16(body));
-  return { privateKey, publicKey: base32Encode(Buffer.concat([body, checksum])) };
+  if ((raw[0]! & 0b11111000) !== SEED || kindByte !== kind.byte) return `not a ${kind.name} seed (S${kind.letter}…)`;
+  return raw.subarray(2, 34);
 }
 
-/** A new seed of a kind (S + the kind's letter), from 32 random bytes, encoded as nkeys encode seeds. */
-export function newNkeySeed(kind: NkeyKind): string {
-  const { byte } = NKEY_KIND[kind];
-  const body = Buffer.concat([Buffer.from([SEED | (byte >> 5), (byte & 0b11111) << 3]), randomBytes(32)]);
+/** A seed of a kind (S + the kind's letter) as a native signing key and its public nkey; a reason when it is not one. */
+export function nkeySeed(text: string, kind: NkeyKind): { privateKey: KeyObject; publicKey: string } | string {
+  const seed = rawSeed(text, NKEY_KIND[kind]);
+  if (typeof seed === 'string') return seed;
+  const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
+  const publicRaw = createPublicKey(privateKey).export({ format: 'der', type: 'spki' }).subarray(SPKI_PREFIX.length);
+  return { privateKey, publicKey: encodePublicNkey(NKEY_KIND[kind].byte, publicRaw) };
+}
+
+/** 32 raw bytes as a seed of the kind whose prefix byte is `byte`, encoded as nkeys encode seeds. */
+export function encodeSeed(byte: number, raw: Uint8Array): string {
+  const body = Buffer.concat([Buffer.from([SEED | (byte >> 5), (byte & 0b11111) << 3]), raw]);
   const checksum = Buffer.alloc(2);
   checksum.writeUInt16LE(crc16(body));
   return base32Encode(Buffer.concat([body, checksum]));
+}
+
+/** A new seed of a kind (S + the kind's letter), from 32 random bytes. */
+export function newNkeySeed(kind: NkeyKind): string {
+  return encodeSeed(NKEY_KIND[kind].byte, randomBytes(32));
 }
 
 export function signEd25519(key: KeyObject, payload: Uint8Array): Buffer {

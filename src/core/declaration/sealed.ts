@@ -1,7 +1,6 @@
 import { createHmac, createPrivateKey, createPublicKey, diffieHellman, randomBytes, type KeyObject } from 'node:crypto';
-import { createCurve, fromCurveSeed } from '@nats-io/nkeys';
 import nacl from 'tweetnacl';
-import { encodePublicNkey, rawPublicNkey } from './nkey.js';
+import { encodePublicNkey, encodeSeed, rawPublicNkey, rawSeed } from './nkey.js';
 
 import { CURVE_KEY_PATTERN, isSealed, SEALED_FORMAT, type SealedValue } from '../vocabulary/sealed-value.js';
 
@@ -11,6 +10,10 @@ const NONCE_BYTES = 24;
 const CURVE_KEY = new RegExp(CURVE_KEY_PATTERN);
 /** The prefix byte of a curve public key ('X'). */
 const CURVE_PREFIX = 23 << 3;
+/** DER prefix of an X25519 PKCS#8 private key; the 32 raw bytes follow. */
+const X25519_PKCS8 = Buffer.from('302e020100300506032b656e04220420', 'hex');
+const X25519_SPKI = Buffer.from('302a300506032b656e032100', 'hex');
+const SIGMA = Buffer.from('expand 32-byte k', 'latin1');
 
 export const isCurveKey = (text: string) => CURVE_KEY.test(text);
 
@@ -33,18 +36,29 @@ export function describeOpenProblem(p: OpenProblem): string {
     : 'the sealed value does not open with this host\'s curve key (damaged, or not sealed to it): nothing of it is used';
 }
 
-/** A new curve seed (SX…). */
+/** A curve seed's kind: 'S' then 'X', as nkeys write an xkey's seed. */
+const CURVE_SEED = { byte: CURVE_PREFIX, letter: 'X', name: 'curve' };
+
+/** A new curve seed (SX…): 32 random bytes, encoded as nkeys encode an xkey's seed. */
 export function newCurveSeed(): string {
-  return new TextDecoder().decode(createCurve().getSeed());
+  return encodeSeed(CURVE_PREFIX, randomBytes(32));
 }
 
-/** The public key (X…) of a curve seed; a reason when the text is not one. */
+/** A curve seed (SX…) as a native X25519 private key; undefined when the text is not one. */
+function curveSecret(seed: string): KeyObject | undefined {
+  const raw = rawSeed(seed, CURVE_SEED);
+  return typeof raw === 'string' ? undefined : createPrivateKey({ key: Buffer.concat([X25519_PKCS8, raw]), format: 'der', type: 'pkcs8' });
+}
+
+/** The public key (X…) of a native X25519 private key. */
+function curvePublicOf(secret: KeyObject): string {
+  return encodePublicNkey(CURVE_PREFIX, createPublicKey(secret).export({ format: 'der', type: 'spki' }).subarray(X25519_SPKI.length));
+}
+
+/** The public key (X…) of a curve seed; undefined when the text is not one. */
 export function curvePublicKey(seed: string): string | undefined {
-  try {
-    return fromCurveSeed(new TextEncoder().encode(seed.trim())).getPublicKey();
-  } catch {
-    return undefined;
-  }
+  const secret = curveSecret(seed);
+  return secret && curvePublicOf(secret);
 }
 
 /** The raw 32 bytes of a curve public key (X…), checked (prefix and checksum); undefined when it is not one. */
@@ -52,15 +66,43 @@ export function rawCurveKey(text: string): Buffer | undefined {
   return isCurveKey(text) ? rawPublicNkey(text, CURVE_PREFIX) : undefined;
 }
 
-/** Opens a sealed value with the host's curve seed, through the nkeys xkey API as documented. */
+/**
+ * The key a box between `secret` and the curve key `other` (X…) is sealed under: X25519, then HSalsa20,
+ * as nacl.box.before computes it, natively (a tenth of a millisecond); undefined when `other` is not a key.
+ */
+function boxKey(secret: KeyObject, other: string): Uint8Array | undefined {
+  const raw = rawCurveKey(other);
+  if (!raw) return undefined;
+  let point: Buffer;
+  try {
+    point = diffieHellman({ privateKey: secret, publicKey: createPublicKey({ key: Buffer.concat([X25519_SPKI, raw]), format: 'der', type: 'spki' }) });
+  } catch {
+    // OpenSSL refuses a point of small order (the shared secret would be all zeros): no box opens with it.
+    return undefined;
+  }
+  const key = new Uint8Array(32);
+  // tweetnacl exports its lowlevel functions without declaring them: HSalsa20 is the one needed here.
+  (nacl as unknown as { lowlevel: { crypto_core_hsalsa20(out: Uint8Array, input: Uint8Array, k: Uint8Array, c: Uint8Array): void } }).lowlevel.crypto_core_hsalsa20(key, new Uint8Array(16), point, SIGMA);
+  return key;
+}
+
+/** Opens a sealed value's box (the format's header, the nonce, nacl's secretbox) under a box key; undefined when it does not open. */
+function openBox(value: SealedValue, key: Uint8Array): Buffer | undefined {
+  const bytes = Buffer.from(value.box, 'base64');
+  if (bytes.length < HEADER.length + NONCE_BYTES || !bytes.subarray(0, HEADER.length).equals(HEADER)) return undefined;
+  const opened = nacl.secretbox.open(bytes.subarray(HEADER.length + NONCE_BYTES), bytes.subarray(HEADER.length, HEADER.length + NONCE_BYTES), key);
+  return opened ? Buffer.from(opened) : undefined;
+}
+
+/**
+ * Opens a sealed value with the host's curve seed: the bytes of nkeys' xkey seal (and of nacl.box),
+ * opened natively, so that a host applying a declaration loads no NATS library for it.
+ */
 export function openSealed(value: SealedValue, seed: string, mine: string): Buffer | OpenProblem {
   if (value.to !== mine) return { kind: 'other-host', to: value.to, mine };
-  try {
-    const opened = fromCurveSeed(new TextEncoder().encode(seed)).open(Buffer.from(value.box, 'base64'), value.from);
-    return opened ? Buffer.from(opened) : { kind: 'does-not-open' };
-  } catch {
-    return { kind: 'does-not-open' };
-  }
+  const secret = curveSecret(seed);
+  const key = secret && boxKey(secret, value.from);
+  return (key && openBox(value, key)) ?? { kind: 'does-not-open' };
 }
 
 /** The host's opener: its curve seed, and a digest key derived from it (so one file holds both). */
@@ -75,10 +117,6 @@ export function sealingOf(seed: string): Sealing {
   };
 }
 
-/** DER prefix of an X25519 PKCS#8 private key; the 32 raw bytes follow. */
-const X25519_PKCS8 = Buffer.from('302e020100300506032b656e04220420', 'hex');
-const X25519_SPKI = Buffer.from('302a300506032b656e032100', 'hex');
-const SIGMA = Buffer.from('expand 32-byte k', 'latin1');
 
 /**
  * What seals on the control side: one curve key, derived from the operator's seed, so that the
@@ -94,8 +132,7 @@ export class CurveSender {
   constructor(operatorSeed: string) {
     const raw = createHmac('sha256', operatorSeed.trim()).update('mesh-host sealing v1').digest();
     this.secret = createPrivateKey({ key: Buffer.concat([X25519_PKCS8, raw]), format: 'der', type: 'pkcs8' });
-    const pub = createPublicKey(this.secret).export({ format: 'der', type: 'spki' }).subarray(X25519_SPKI.length);
-    this.publicKey = encodePublicNkey(CURVE_PREFIX, pub);
+    this.publicKey = curvePublicOf(this.secret);
   }
 
   /** Seals bytes to a host's curve key (X…); undefined when the key is not one. */
@@ -111,24 +148,15 @@ export class CurveSender {
   openOwn(value: SealedValue): Buffer | undefined {
     if (value.from !== this.publicKey) return undefined;
     const key = this.boxKey(value.to);
-    const bytes = Buffer.from(value.box, 'base64');
-    if (!key || bytes.length < HEADER.length + NONCE_BYTES || !bytes.subarray(0, HEADER.length).equals(HEADER)) return undefined;
-    const opened = nacl.secretbox.open(bytes.subarray(HEADER.length + NONCE_BYTES), bytes.subarray(HEADER.length, HEADER.length + NONCE_BYTES), key);
-    return opened ? Buffer.from(opened) : undefined;
+    return key && openBox(value, key);
   }
 
-  /** The box key for a recipient: X25519, then HSalsa20, as nacl.box.before computes it. */
+  /** The box key for a recipient, kept per recipient. */
   private boxKey(to: string): Uint8Array | undefined {
     let key = this.shared.get(to);
     if (key) return key;
-    const raw = rawCurveKey(to);
-    if (!raw) return undefined;
-    const pub = createPublicKey({ key: Buffer.concat([X25519_SPKI, raw]), format: 'der', type: 'spki' });
-    const point = diffieHellman({ privateKey: this.secret, publicKey: pub });
-    key = new Uint8Array(32);
-    // tweetnacl exports its lowlevel functions without declaring them: HSalsa20 is the one needed here.
-    (nacl as unknown as { lowlevel: { crypto_core_hsalsa20(out: Uint8Array, input: Uint8Array, k: Uint8Array, c: Uint8Array): void } }).lowlevel.crypto_core_hsalsa20(key, new Uint8Array(16), point, SIGMA);
-    this.shared.set(to, key);
+    key = boxKey(this.secret, to);
+    if (key) this.shared.set(to, key);
     return key;
   }
 }
