@@ -5,9 +5,9 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import * as nkeys from '@nats-io/nkeys';
 import { natsUnavailable } from '../support/nats.js';
-import { initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js';
+import { holdsTrust, initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js';
 import { reportsOf } from '../support/daemon.js';
-import { DECLARATIONS_BUCKET, heartbeatSubject } from '../../src/link/wire.js';
+import { DECLARATIONS_BUCKET } from '../../src/link/wire.js';
 import { sign } from '../../src/core/declaration/envelope.js';
 import type { Report } from '../../src/engine/report/report.js';
 
@@ -39,20 +39,6 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a rotatable trust
       if (Date.now() - started > timeoutMs) throw new Error(`${node}: no report ${what}: ${JSON.stringify(await reportsOf(control, node))}`);
     }
   }
-  /** The node's first heartbeat after the call that says it holds this trust version. */
-  function holds(node: string, version: number, timeoutMs = 60_000): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => (sub.unsubscribe(), reject(new Error(`${node} did not say it holds trust version ${version} within ${timeoutMs} ms`))), timeoutMs);
-      const sub = control.subscribe(heartbeatSubject(node), {
-        callback: (_e, m) => {
-          if ((JSON.parse(m.string()) as { trustVersion?: number }).trustVersion !== version) return;
-          clearTimeout(timer);
-          sub.unsubscribe();
-          resolve();
-        },
-      });
-    });
-  }
   /** A declaration signed by this seed, put into the node's key as a thief with write access to the bucket would. */
   async function putSignedBy(node: string, seedFile: string, sequence: number): Promise<void> {
     const payload = Buffer.from(JSON.stringify({ version: 1, node, mode: 'converged', sequence, resources: [{ type: 'directory', id: 'stolen', path: '/srv/stolen' }] }));
@@ -76,14 +62,14 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a rotatable trust
     expect(words).toMatch(/meshctl trust recover/);
     const first = join(mesh.dir, 'operator.nk');
     const [a, b] = [await mesh.enrol('trust-a'), await mesh.enrol('trust-b')];
-    await Promise.all([holds('trust-a', 1), holds('trust-b', 1)]);
+    await Promise.all([holdsTrust(control, 'trust-a', 1), holdsTrust(control, 'trust-b', 1)]);
     expect(await ok(['trust', 'show'])).toMatch(/trust version 1[\s\S]*trust-a\s+holds version 1/);
 
     // b is off for the next two rotations.
     await b.stop();
     const second = await keygen('k2');
     expect(await ok(['trust', 'rotate', '--to', second])).toMatch(/trust version 2 published[\s\S]*retired: O\w+/);
-    await holds('trust-a', 2);
+    await holdsTrust(control, 'trust-a', 2);
 
     // meshctl refuses to sign with the retired key; a declaration signed by it anyway is refused by the host, saying why.
     const refusedSend = await mesh.meshctl(['send', 'trust-a', file('trust-a'), '--key', first]);
@@ -98,7 +84,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a rotatable trust
 
     const third = await keygen('k3');
     await ok(['trust', 'rotate', '--to', third]);
-    await holds('trust-a', 3);
+    await holdsTrust(control, 'trust-a', 3);
     const show = await ok(['trust', 'show']);
     expect(show).toMatch(/trust-b\s+holds version 1\s+BEHIND/);
     expect(show).toMatch(/1 host is behind: trust-b/);
@@ -109,7 +95,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a rotatable trust
 
     // b starts: it walks versions 2 and 3 in order, then takes what version 3's key signs.
     await b.start();
-    await holds('trust-b', 3);
+    await holdsTrust(control, 'trust-b', 3);
     expect(b.log()).toMatch(/followed the mesh's trust root to version 2[\s\S]*followed the mesh's trust root to version 3/);
     const toB = await ok(['send', 'trust-b', file('trust-b')]);
     await converged(b, sentSequence(toB));
@@ -117,7 +103,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a rotatable trust
     // The third key is stolen: the recovery key alone replaces it.
     const fourth = await keygen('k4');
     await ok(['trust', 'recover', '--recovery-key', join(mesh.dir, 'recovery', 'recovery-1.nk'), '--to', fourth]);
-    await Promise.all([holds('trust-a', 4), holds('trust-b', 4)]);
+    await Promise.all([holdsTrust(control, 'trust-a', 4), holdsTrust(control, 'trust-b', 4)]);
     await putSignedBy('trust-b', third, 200);
     const stolen = await report('trust-b', 'refusing the stolen key', (r) => r.outcome === 'refused' && /retired at trust version 4/.test(r.error?.message ?? ''));
     expect(stolen.error?.message).toMatch(/signed by a key retired at trust version 4/);
@@ -145,7 +131,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a rotatable trust
       return { key: pair.getPublicKey(), signature: Buffer.from(pair.sign(root)).toString('base64') };
     });
     await bucket.create(`v${held + 1}`, JSON.stringify({ root: root.toString('base64'), signatures }));
-    await holds('trust-d', held + 1);
+    await holdsTrust(control, 'trust-d', held + 1);
 
     // The new key signs what the host takes; meshctl reads the version from the mesh into its directory.
     const seedFile = join(mesh.dir, '..', 'scripted.nk');
@@ -155,14 +141,14 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a rotatable trust
     expect(readFileSync(join(mesh.dir, 'trust', `${held + 1}.json`), 'utf8')).toContain(root.toString('base64'));
     // meshctl rotates on from the version the script made; the mesh directory signs with the new key.
     await ok(['trust', 'rotate', '--key', seedFile, '--to', await keygen('k-after')]);
-    await holds('trust-d', held + 2);
+    await holdsTrust(control, 'trust-d', held + 2);
   }, 300_000);
 
   it('with a threshold of 2 a send is proposed and nothing is delivered until a second key approves; the host refuses one signature', async () => {
     const host = await mesh.enrol('trust-c');
     const [p, q] = [await keygen('k5'), await keygen('k6')];
     const rotated = JSON.parse(await ok(['trust', 'rotate', '--to', p, '--add', q, '--threshold', '2', '--json'])) as { version: number };
-    await holds('trust-c', rotated.version);
+    await holdsTrust(control, 'trust-c', rotated.version);
     const kv = await new Kvm(control).open(DECLARATIONS_BUCKET);
     const before = (await kv.get('trust-c'))!.revision;
 

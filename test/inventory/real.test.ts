@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { takeInventory } from '../../src/machine/inventory/inventory.js';
 import { systemRunner } from '../../src/core/system/runner.js';
 import { containerUnavailable, startSystemdContainer } from '../support/systemd-container.js';
@@ -22,13 +25,23 @@ describe('the detectors against this machine', () => {
     const ns = `mesh-inventory-${process.pid}`;
     const outer = systemRunner();
     expect((await outer.run('ip', ['netns', 'add', ns])).code).toBe(0);
-    const result = await outer.run('ip', ['netns', 'exec', ns, process.execPath, `${projectDir}bin/mesh-host`, 'inventory', '--json'], { timeoutMs: 30_000 }).finally(() => outer.run('ip', ['netns', 'delete', ns]));
-    expect(result.code).toBe(0);
-    const parsed = JSON.parse(result.stdout) as { capabilities: Record<string, unknown[]>; packageManager: { name?: string; detail?: string; reason?: string } };
+    type Answer = { capabilities: Record<string, unknown[]>; packageManager: { name?: string; detail?: string; reason?: string } };
+    const inventory = async (...args: string[]) => {
+      const result = await outer.run('ip', ['netns', 'exec', ns, process.execPath, `${projectDir}bin/mesh-host`, 'inventory', '--json', ...args], { timeoutMs: 30_000 });
+      expect(result.code, result.stderr).toBe(0);
+      return JSON.parse(result.stdout) as Answer;
+    };
+    const empty = mkdtempSync(join(tmpdir(), 'mesh-inventory-root-'));
+    const [parsed, underEmpty] = await Promise.all([inventory(), inventory('--root', empty, '--state-dir', join(empty, 'state'))]).finally(() => {
+      rmSync(empty, { recursive: true, force: true });
+      return outer.run('ip', ['netns', 'delete', ns]);
+    });
     expect(Object.keys(parsed.capabilities)).toEqual(['serviceManager', 'containerRuntime', 'packageDatabase', 'firewall', 'intrusionPrevention']);
     // The manager the package kind acts through on this Debian machine, with the versions dpkg has of itself and apt.
     expect(parsed.packageManager.name, parsed.packageManager.reason).toBe('dpkg/apt');
     expect(parsed.packageManager.detail).toMatch(/^apt \S+, dpkg \S+$/);
+    // Under a root that holds no package database, the one the package kind would act through there: none.
+    expect(underEmpty.packageManager).toEqual({ reason: `no package manager this host drives is found under ${empty} (it drives dpkg/apt)` });
   });
 });
 

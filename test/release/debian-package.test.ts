@@ -26,10 +26,12 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the Debian packag
 
   beforeAll(async () => {
     work = scratch('mesh-host-deb-');
-    for (const version of ['0.1.0', '0.2.0']) {
-      const made = spawnSync(process.execPath, ['scripts/deb.mjs', '--executable', releaseBuild(version), '--version', version, '--out', debs(), '--compression', 'gzip', '--level', '1'], { cwd: projectDir, encoding: 'utf8' });
+    const packaged = (executable: string, version: string, arch: string) => {
+      const made = spawnSync(process.execPath, ['scripts/deb.mjs', '--executable', executable, '--version', version, '--arch', arch, '--out', debs(), '--compression', 'gzip', '--level', '1'], { cwd: projectDir, encoding: 'utf8' });
       expect(made.status, made.stderr).toBe(0);
-    }
+    };
+    for (const version of ['0.1.0', '0.2.0']) packaged(releaseBuild(version), version, 'amd64');
+    packaged(releaseBuild('0.2.0', undefined, 'arm64'), '0.2.0', 'arm64');
     // lintian reads the whole executable (some 40 s): it runs while the machine is used.
     lintian = new Promise((resolve) => {
       const child = spawn('lintian', ['--no-tag-display-limit', join(debs(), 'mesh-host_0.2.0_amd64.deb')], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -115,6 +117,40 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`the Debian packag
     // A file a declaration put in the configuration's folder is not the package's: it and its folder stay.
     expect(purged.stdout.trim().split('\n')).toEqual(['0.2.0', 'not known']);
   }, 300_000);
+
+  /**
+   * The arm64 package in the same fresh root, as a foreign architecture (dpkg --add-architecture, arm64's
+   * C libraries from Debian's mirror): apt installs it with its dependencies, its maintainer scripts run,
+   * and the executable it installed runs under qemu-user-static (carried in read-only) with the root's
+   * own arm64 libraries, as mesh-host and, through its link, as meshctl; remove and purge as on amd64.
+   */
+  it('the arm64 package installs, runs under emulation, is removed and purged', async () => {
+    const qemu = spawnSync('sh', ['-c', 'command -v qemu-aarch64-static'], { encoding: 'utf8' }).stdout.trim();
+    expect(qemu, 'qemu-aarch64-static is installed (scripts/setup-tests.sh)').not.toBe('');
+    const r = await machine.run(
+      [
+        'set -eu',
+        'dpkg --add-architecture arm64',
+        'apt-get update -qq >/dev/null',
+        'cp /debs/mesh-host_0.2.0_arm64.deb /tmp/',
+        'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq /tmp/mesh-host_0.2.0_arm64.deb >/dev/null',
+        "dpkg-query -W -f='${Package}:${Architecture} ${Version} ${Status}\\n' mesh-host",
+        '/qemu/qemu-aarch64-static -L / /usr/bin/mesh-host --version',
+        '/qemu/qemu-aarch64-static -L / /usr/bin/meshctl --version',
+        'test -d /var/lib/mesh-host && echo state',
+        'apt-get purge -y -qq mesh-host >/dev/null',
+        "dpkg-query -W -f='${Status}\\n' mesh-host 2>/dev/null || echo 'not known'",
+        'test -e /usr/bin/mesh-host || echo gone',
+      ].join('\n'),
+      { readOnlyBinds: [`${debs()}:/debs`, `${qemu}:/qemu/qemu-aarch64-static`], timeoutMs: 600_000 },
+    );
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
+    const out = r.stdout.trim().split('\n');
+    expect(out[0]).toBe('mesh-host:arm64 0.2.0 install ok installed');
+    expect(out[1]).toMatch(/^mesh-host 0\.2\.0 /);
+    expect(out[2]).toMatch(/^meshctl 0\.2\.0 |^mesh-host 0\.2\.0 /);
+    expect(out.slice(3)).toEqual(['state', 'not known', 'gone']);
+  }, 900_000);
 
   it('lintian finds no error', async () => {
     const { code, out } = await lintian;

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
-import { NatsServer, freePort, natsUnavailable } from '../support/nats.js';
-import { initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js';
+import { NatsServer, natsUnavailable } from '../support/nats.js';
+import { initMesh, startSite, type InitHost, type InitMesh } from '../support/mesh-init.js';
 import { Relay } from '../support/relay.js';
 import { gnuTar } from '../support/archives.js';
 import { declarationSubject, statusSubject } from '../../src/link/wire.js';
@@ -67,19 +67,10 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`a site behind a l
     writeFileSync(hubConf, readFileSync(hubConf, 'utf8').replace(/(leafnodes \{\n {2}listen: .*\n)/, `$1  advertise: "127.0.0.1:${relay.port}"\n`));
     await mesh.servers[0]!.kill();
     await mesh.servers[0]!.run();
-    const leafPort = await freePort();
-    const made = await mesh.meshctl(['init', '--leaf', SITE, '--port', String(leafPort), '--hub', relay.url]);
-    expect(made.code, made.stderr).toBe(0);
-    leaf = await NatsServer.start({ port: leafPort, wholeConfig: join(mesh.dir, 'sites', SITE, 'nats-server.conf') });
-    // The leaf connects within a second or so; until then the hub cannot reach its domain.
-    let site = await mesh.meshctl(['site', SITE]);
-    for (let tries = 0; site.code !== 0 && tries < 20; tries++) {
-      await new Promise((r) => setTimeout(r, 500));
-      site = await mesh.meshctl(['site', SITE]);
-    }
-    expect(site.code, site.stderr).toBe(0);
-    expect(site.stdout).toMatch(/made the site's copy of KV_mesh_declarations/);
-    expect(site.stdout).toMatch(/made the site's notices of puts \(MESH_DECLARED\)/);
+    const site = await startSite(mesh, SITE, { hub: relay.url });
+    leaf = site.leaf;
+    expect(site.said).toMatch(/made the site's copy of KV_mesh_declarations/);
+    expect(site.said).toMatch(/made the site's notices of puts \(MESH_DECLARED\)/);
     const again = await mesh.meshctl(['site', SITE]);
     expect(again.stdout).not.toMatch(/^made/m);
     // Every declaration a host takes is heard, never found by the timed read.

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, credsAuthenticator } from '@nats-io/transport-node';
-import { NatsServer, freePort, natsUnavailable } from '../support/nats.js';
-import { initMesh, type InitHost, type InitMesh } from '../support/mesh-init.js';
+import { NatsServer, natsUnavailable } from '../support/nats.js';
+import { initMesh, startSite, type InitHost, type InitMesh } from '../support/mesh-init.js';
 import { refusedAfterRevocation, waitFor } from '../support/revocation.js';
 
 const unavailable = natsUnavailable();
@@ -19,16 +19,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)(`revoking a host o
 
   beforeAll(async () => {
     mesh = await initMesh();
-    const leafPort = await freePort();
-    const made = await mesh.meshctl(['init', '--leaf', SITE, '--port', String(leafPort)]);
-    expect(made.code, made.stderr).toBe(0);
-    leaf = await NatsServer.start({ port: leafPort, wholeConfig: join(mesh.dir, 'sites', SITE, 'nats-server.conf') });
-    let site = await mesh.meshctl(['site', SITE]);
-    for (let tries = 0; site.code !== 0 && tries < 20; tries++) {
-      await new Promise((r) => setTimeout(r, 500));
-      site = await mesh.meshctl(['site', SITE]);
-    }
-    expect(site.code, site.stderr).toBe(0);
+    ({ leaf } = await startSite(mesh, SITE));
     removed = await mesh.enrol('site-gone', { server: leaf.url });
     rotated = await mesh.enrol('site-rotated', { server: leaf.url });
     kept = await mesh.enrol('site-kept', { server: leaf.url });

@@ -6,6 +6,7 @@ import { freePort, NatsServer } from './nats.js';
 import { projectDir, runCli } from './cli.js';
 import { scratch } from './tree.js';
 import type { RunResult } from '../../src/core/system/runner.js';
+import { heartbeatSubject } from '../../src/link/wire.js';
 
 /** One host of a mesh made by `meshctl init`: its own key, credentials and bundle, its daemon as a process. */
 export interface InitHost {
@@ -156,4 +157,38 @@ export async function untilFile(host: InitHost, path: string, content: string, t
     if (Date.now() - started > timeoutMs) throw new Error(`${host.node} did not apply ${path}:\n${host.log().slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * A site made by `meshctl init --leaf SITE` (its uplink dialling `hub` when given), its leaf node
+ * started, and `meshctl site` run once the leaf has connected (within a second or so; until then the hub
+ * cannot reach its domain): the leaf's server, and what `meshctl site` said.
+ */
+export async function startSite(mesh: InitMesh, site: string, options: { hub?: string } = {}): Promise<{ leaf: NatsServer; said: string }> {
+  const leafPort = await freePort();
+  const made = await mesh.meshctl(['init', '--leaf', site, '--port', String(leafPort), ...(options.hub ? ['--hub', options.hub] : [])]);
+  if (made.code !== 0) throw new Error(`meshctl init --leaf ${site} exited ${made.code}: ${made.stderr}`);
+  const leaf = await NatsServer.start({ port: leafPort, wholeConfig: join(mesh.dir, 'sites', site, 'nats-server.conf') });
+  let answer = await mesh.meshctl(['site', site]);
+  for (let tries = 0; answer.code !== 0 && tries < 20; tries++) {
+    await new Promise((r) => setTimeout(r, 500));
+    answer = await mesh.meshctl(['site', site]);
+  }
+  if (answer.code !== 0) throw new Error(`meshctl site ${site} exited ${answer.code}: ${answer.stderr}`);
+  return { leaf, said: answer.stdout };
+}
+
+/** The node's first heartbeat after the call that says it holds this trust version. */
+export function holdsTrust(control: NatsConnection, node: string, version: number, timeoutMs = 60_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => (sub.unsubscribe(), reject(new Error(`${node} did not say it holds trust version ${version} within ${timeoutMs} ms`))), timeoutMs);
+    const sub = control.subscribe(heartbeatSubject(node), {
+      callback: (_e, m) => {
+        if ((JSON.parse(m.string()) as { trustVersion?: number }).trustVersion !== version) return;
+        clearTimeout(timer);
+        sub.unsubscribe();
+        resolve();
+      },
+    });
+  });
 }

@@ -9,7 +9,7 @@ import { formatHostInventory, hostInventory } from '../env/host-inventory.js';
 export async function inventoryCommand(ctx: CommandContext): Promise<number> {
   const paths = hostPaths(ctx);
   const { config } = loadConfig(paths.configPath);
-  const inventory = await hostInventory({ runner: ctx.runner, config, state: peekState(paths.stateDir) });
+  const inventory = await hostInventory({ runner: ctx.runner, root: paths.root, config, state: peekState(paths.stateDir) });
   output(ctx, inventory, () => formatHostInventory(inventory));
   return EXIT.ok;
 }

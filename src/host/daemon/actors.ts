@@ -126,7 +126,7 @@ function linkActor(parts: DaemonParts) {
       },
       status: async () => parts.status(),
       // Between applies the daemon's own last run is the store as saved: its 10,000 records are not parsed again for each request.
-      inventory: async () => hostInventory({ runner: parts.options.runner, config: parts.now.config, state: parts.store.peek().state(), serviceManager: async () => (await parts.now.serviceManager()).manager }),
+      inventory: async () => hostInventory({ runner: parts.options.runner, root: parts.options.paths.root, config: parts.now.config, state: parts.store.peek().state(), serviceManager: async () => (await parts.now.serviceManager()).manager }),
       heartbeat: () => parts.heartbeat(),
       plan: async (request, limit) => {
         const checked = await checkPlanRequest(request, { node: parts.now.config.node, rule: parts.trust.rule() });

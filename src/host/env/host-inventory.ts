@@ -19,14 +19,16 @@ export interface HostInventory extends Inventory {
   packageManager: { name: string; detail: string } | { reason: string };
 }
 
-/** The manager the package kind would find on this machine (its root, /), as the inventory names it. */
-async function packageManagerFound(runner: CommandRunner): Promise<HostInventory['packageManager']> {
-  const manager = await foundManager(runner)('/');
+/** The manager the package kind would find under the host's root, as the inventory names it. */
+async function packageManagerFound(runner: CommandRunner, root: string): Promise<HostInventory['packageManager']> {
+  const manager = await foundManager(runner)(root);
   return typeof manager === 'string' ? { reason: manager } : { name: manager.name, detail: await manager.describe() };
 }
 
 export interface HostInventoryInput {
   runner: CommandRunner;
+  /** The root the host's declared paths are under (`/`, or --root): the package manager is the one found there. */
+  root: string;
   config: Pick<HostConfig, 'serviceManager' | 'meshTablePrefix'>;
   /** The store as saved (read only): what it keeps of the found firewall and which services are declared. */
   state: StoreState | undefined;
@@ -49,7 +51,7 @@ export async function hostInventory(input: HostInventoryInput): Promise<HostInve
   };
   const managed = managerOf();
   const firewallRead = firewallFindings(runner, managed, state, config.meshTablePrefix);
-  const packagesRead = packageManagerFound(runner);
+  const packagesRead = packageManagerFound(runner, input.root);
   const [inventory, manager] = await Promise.all([taken, managed]);
   const [services, firewall, packageManager] = await Promise.all([declaredServiceStates(state, manager), firewallRead, packagesRead]);
   return { ...inventory, filters: firewall.filters.filters, filtersNotInstalled: firewall.filters.notInstalled, foundFirewall: firewall.foundFirewall, services, packageManager };
