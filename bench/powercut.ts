@@ -32,9 +32,10 @@ const KINDS = ['lost', 'leaked', 'doubled'];
  */
 export async function benchPowerCut(cuts: number, only?: string[]): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'mesh-host-powercut-'));
+  let bench: PowerCutBench | undefined;
   try {
     // The guest's system is kept in the checkout's .cache/ (ignored by git), as the test keeps it.
-    const bench = await powerCutBench(dir, join(projectDir, '.cache'));
+    bench = await powerCutBench(dir, join(projectDir, '.cache'));
     const rows: string[] = [];
     const notes: string[] = [];
     let times: { up: number[]; off: number[] } | undefined;
@@ -89,6 +90,7 @@ export async function benchPowerCut(cuts: number, only?: string[]): Promise<stri
       ...(notes.length > 0 ? ['', 'What the checks found:', '', ...notes.slice(0, 30)] : []),
     ];
   } finally {
+    await bench?.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

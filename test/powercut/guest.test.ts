@@ -38,7 +38,8 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)('power cuts in a r
     dir = mkdtempSync(join(tmpdir(), 'mesh-host-powercut-test-'));
     bench = await powerCutBench(dir, GUEST_CACHE);
   }, 1_800_000);
-  afterAll(() => {
+  afterAll(async () => {
+    await bench?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 

@@ -31,6 +31,10 @@ export interface PowerCutBench {
   dir: string;
   system: GuestSystem;
   tools: string;
+  /** The nats-servers the scenarios started (one a scenario that has a mesh), stopped by close(). */
+  servers: NatsServer[];
+  /** Stops every server the scenarios started: a server left running outlives the test's process. */
+  close(): Promise<void>;
 }
 
 /**
@@ -40,7 +44,8 @@ export interface PowerCutBench {
 export async function powerCutBench(dir: string, cache: string): Promise<PowerCutBench> {
   const system = guestSystem(cache);
   const tools = await toolsDisk(dir, { 'mesh-host': releaseBuild('0.1.0'), 'mesh-host-0.2.0': releaseBuild('0.2.0') });
-  return { dir, system, tools };
+  const servers: NatsServer[] = [];
+  return { dir, system, tools, servers, close: async () => void (await Promise.all(servers.splice(0).map((server) => server.stop()))) };
 }
 
 /** One cut's findings: every problem a check found (none is the target), and what happened. */
@@ -226,6 +231,7 @@ interface Burst {
 /** A server on a loopback port with the mesh's buckets, a key pair and a bundle for `first` (naming the server as the guest reaches it). */
 async function enrolment(bench: PowerCutBench, name: string, first: object): Promise<{ nats: NatsServer; seed: string; bundle: Buffer }> {
   const nats = await NatsServer.start();
+  bench.servers.push(nats);
   const setup = await control([nats.url]);
   await ensureWire(setup);
   await setup.close();
