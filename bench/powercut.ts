@@ -70,7 +70,10 @@ export async function benchPowerCut(cuts: number, only?: string[]): Promise<stri
       }
       const count = (kind: string) => results.reduce((n, r) => n + (r.found[kind] ?? 0), 0);
       const other = results.reduce((n, r) => n + Object.entries(r.found).filter(([k]) => !KINDS.includes(k)).reduce((m, [, v]) => m + v, 0), 0);
-      rows.push(`| ${scenario.name} | ${(whole.workMs / 1000).toFixed(1)} s | ${cuts} | ${results.filter((r) => r.inside).length} | ${results.filter((r) => r.problems.length === 0).length} | ${count('lost')} | ${count('leaked')} | ${count('doubled')} | ${other} |`);
+      const row = `| ${scenario.name} | ${(whole.workMs / 1000).toFixed(1)} s | ${cuts} | ${results.filter((r) => r.inside).length} | ${results.filter((r) => r.problems.length === 0).length} | ${count('lost')} | ${count('leaked')} | ${count('doubled')} | ${other} |`;
+      // Said as each scenario ends: a run stopped early keeps the rows of the scenarios it finished.
+      console.error(`powercut row: ${row}`);
+      rows.push(row);
     }
     return [
       '## Power cuts in a real guest kernel',
