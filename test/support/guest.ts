@@ -350,6 +350,7 @@ let boots = 0;
 export function bootGuest(o: GuestBootOptions): GuestBoot {
   const proc = spawn('qemu-system-x86_64', qemuArgs(o), { stdio: ['ignore', 'pipe', 'pipe'] });
   const kept = process.env.MESH_GUEST_CONSOLES ? join(process.env.MESH_GUEST_CONSOLES, `${process.pid}-${++boots}-${basename(o.boot)}.log`) : undefined;
+  if (kept) mkdirSync(dirname(kept), { recursive: true });
   let text = '';
   const waiters = new Set<() => void>();
   const heard = (d: Buffer) => {
