@@ -1,7 +1,6 @@
 import { createHmac, createPrivateKey, createPublicKey, diffieHellman, randomBytes, type KeyObject } from 'node:crypto';
 import nacl from 'tweetnacl';
 import { encodePublicNkey, encodeSeed, rawPublicNkey, rawSeed } from './nkey.js';
-
 import { CURVE_KEY_PATTERN, isSealed, SEALED_FORMAT, type SealedValue } from '../vocabulary/sealed-value.js';
 
 export { CURVE_KEY_PATTERN, isSealed, SEALED_FORMAT, type SealedValue };
@@ -44,10 +43,15 @@ export function newCurveSeed(): string {
   return encodeSeed(CURVE_PREFIX, randomBytes(32));
 }
 
+/** 32 raw bytes as a native X25519 private key. */
+function x25519Secret(raw: Uint8Array): KeyObject {
+  return createPrivateKey({ key: Buffer.concat([X25519_PKCS8, raw]), format: 'der', type: 'pkcs8' });
+}
+
 /** A curve seed (SX…) as a native X25519 private key; undefined when the text is not one. */
 function curveSecret(seed: string): KeyObject | undefined {
   const raw = rawSeed(seed, CURVE_SEED);
-  return typeof raw === 'string' ? undefined : createPrivateKey({ key: Buffer.concat([X25519_PKCS8, raw]), format: 'der', type: 'pkcs8' });
+  return typeof raw === 'string' ? undefined : x25519Secret(raw);
 }
 
 /** The public key (X…) of a native X25519 private key. */
@@ -131,7 +135,7 @@ export class CurveSender {
 
   constructor(operatorSeed: string) {
     const raw = createHmac('sha256', operatorSeed.trim()).update('mesh-host sealing v1').digest();
-    this.secret = createPrivateKey({ key: Buffer.concat([X25519_PKCS8, raw]), format: 'der', type: 'pkcs8' });
+    this.secret = x25519Secret(raw);
     this.publicKey = curvePublicOf(this.secret);
   }
 
