@@ -317,7 +317,9 @@ const MARK = 'MESH-GUEST:';
 export function qemuArgs(o: GuestBootOptions): string[] {
   // net.ifnames=0: the card is eth0, as the init names it.
   // The initramfs's init mounts /dev/vda and runs /sbin/mesh-guest-init on it: no root= or init= to give.
-  const append = ['console=ttyS0', 'quiet', 'panic=-1', 'net.ifnames=0'];
+  // cryptomgr.notests: the kernel's crypto self-tests skipped at boot: seconds of emulated work, and where a
+  // boot on an overloaded machine once stalled its CPU (a soft lockup in cryptomgr_test) until it was given up.
+  const append = ['console=ttyS0', 'quiet', 'panic=-1', 'net.ifnames=0', 'cryptomgr.notests'];
   const net = `user,id=n,restrict=on${o.natsPort ? `,guestfwd=tcp:10.0.2.100:4222-cmd:nc 127.0.0.1 ${o.natsPort}` : ''}`;
   return [
     '-accel', 'tcg,thread=multi', '-cpu', 'max', '-m', String(o.memoryMb ?? 1024), '-smp', '2',
@@ -389,6 +391,8 @@ export function bootGuest(o: GuestBootOptions): GuestBoot {
         };
         const timer = setTimeout(() => {
           done();
+          // A guest that did not get there in time is given up: its emulator is ended, never left running.
+          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
           reject(new Error(`no ${MARK}${marker} from the guest after ${timeoutMs} ms:\n${text.slice(-4000)}`));
         }, timeoutMs);
         const done = () => {
