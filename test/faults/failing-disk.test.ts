@@ -58,7 +58,7 @@ describe('a disk failing at every write, fsync and rename of an apply', () => {
     expect(pool.rename!.length).toBeGreaterThanOrEqual(2);
 
     const declared = new Set([...Object.keys(before), ...Object.keys(after(0))]);
-    const seen = { failed: 0, cannotStart: 0, converged: 0, runs: 0 };
+    const seen = { failed: 0, cannotStart: 0, converged: 0, runs: 0, unreached: 0 };
     for (const { call, error, threads, at } of walk) {
       for (const when of pick(at)) {
         const label = `${error} at ${call} #${when}`;
@@ -69,7 +69,10 @@ describe('a disk failing at every write, fsync and rename of an apply', () => {
         let run = await runTraced('mesh-host', args, { call, error, when, threads }, work);
         for (let tries = 1; !lands(run.injected, [root, state]) && tries < 5; tries += 1) run = await runTraced('mesh-host', args, { call, error, when, threads }, work);
         seen.runs += 1;
-        expect(lands(run.injected, [root, state]), `${label} landed on ${run.injected}`).toBe(true);
+        // A run that never made its Nth such call (the one pool thread and the main thread shared the calls
+        // otherwise than in the traced run) had nothing to fail: it must have converged, and is counted.
+        if (run.injected === undefined && run.code === 0) seen.unreached += 1;
+        else expect(lands(run.injected, [root, state]), `${label} landed on ${run.injected}`).toBe(true);
         expect(run.stderr, label).not.toContain('unexpected failure');
         expect(run.stderr, label).not.toMatch(/\n\s+at /);
         expect([0, 1, 4], `${label}: ${run.stdout}${run.stderr}`).toContain(run.code);
@@ -97,6 +100,7 @@ describe('a disk failing at every write, fsync and rename of an apply', () => {
     }
     // The faults landed: most runs failed, and none left a hole in the reports' sequence.
     expect(seen.failed).toBeGreaterThanOrEqual(10);
+    expect(seen.unreached, 'runs that never reached the call to fail').toBeLessThanOrEqual(3);
     console.info(`failing disk: ${JSON.stringify(seen)}`);
     const sequences = readdirSync(join(state, 'outbox')).filter((n) => /^\d+\.json$/.test(n)).map((n) => Number(n.slice(0, -5))).sort((a, b) => a - b);
     expect(sequences.length).toBeGreaterThan(10);
