@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { JOURNAL_DIR } from '../../src/kinds/archive/journal.js';
 import { join } from 'node:path';
 import { openStore } from '../../src/engine/apply/open-store.js';
@@ -7,6 +7,7 @@ import { acquireLock } from '../../src/core/store/store-lock.js';
 import { Outbox } from '../../src/engine/report/outbox.js';
 import { silentLogger } from '../../src/core/system/log.js';
 import { leaks } from './leaks.js';
+import { withCallsInTurn } from './calls-in-turn.js';
 import { choicesAt, crashStates, materialize, treeAt, unitsOf } from './powercut-model.js';
 import type { Recording } from './powercut-trace.js';
 
@@ -15,12 +16,24 @@ export interface CutsChecked {
   ops: number;
   /** Crash states the model allows (bounded where they were too many, see below). */
   states: number;
-  /** Distinct trees among them, each built and checked. */
+  /** Distinct trees among them, each checked. */
   trees: number;
+  /** Trees built and settled by the host's code: the others differ from one of them only in the bytes of files under the root (see settleKey). */
+  settled: number;
   /** Cuts at which the combinations were too many to take all (each choice was taken against the others' extremes). */
   bounded: number;
   /** What was wrong, each with the cut and the state that showed it (the first few). */
   problems: string[];
+}
+
+export interface CheckOptions {
+  reportsBefore?: number;
+  maxProblems?: number;
+  /**
+   * Settle every tree, even one whose settle another shares, and say where the two settled trees differ
+   * (the state directory's bytes, the paths): what holds the sharing to its premise (see settleKey).
+   */
+  proveSharing?: boolean;
 }
 
 /**
@@ -32,18 +45,19 @@ export interface CutsChecked {
  * outbox (the sequence moves on past any the outbox holds, so none is reused). The base holds `root/`
  * and `state/`; `reportsBefore` reports were made (none sent) before the recording. Each tree is built in the
  * base itself (what the host wrote names the root by its path): the base is left empty.
+ *
+ * Trees that differ only in the bytes of files under the root share one settle: neither the start nor
+ * the check reads those bytes (the start reaches the root only to finish or undo an apply's intents, by
+ * lstat, unlink, rmdir, chmod and rename; the check lists the root's paths), so what one such tree
+ * settles to, all do. Half of a 50-file apply's trees are such, and the settle is nearly all of a tree's
+ * cost. `proveSharing` settles them all to show it.
  */
-export async function checkEveryCut(rec: Recording, options: { reportsBefore?: number; maxProblems?: number } = {}): Promise<CutsChecked> {
+export async function checkEveryCut(rec: Recording, options: CheckOptions = {}): Promise<CutsChecked> {
   const units = unitsOf(rec.before, rec.ops);
-  const found = new Set<string>();
-  for (const p of rec.before.paths.keys()) {
-    if (p === 'root') found.add('/');
-    else if (p.startsWith('root/')) found.add(p.slice(4));
-  }
-  const out: CutsChecked = { ops: rec.ops.length, states: 0, trees: 0, bounded: 0, problems: [] };
+  const out: CutsChecked = { ops: rec.ops.length, states: 0, trees: 0, settled: 0, bounded: 0, problems: [] };
   const checked = new Set<string>();
-  // Each tree is built where the recorded one was: what the host wrote names its root by that path.
-  const dir = rec.base;
+  const settles = new Map<string, Settled>();
+  const settle = settlerOf(rec, options);
   try {
     for (let k = 0; k <= rec.ops.length; k++) {
       const choices = choicesAt(rec.ops, units, k);
@@ -53,13 +67,11 @@ export async function checkEveryCut(rec: Recording, options: { reportsBefore?: n
         out.states++;
         const tree = treeAt(rec.before, rec.ops, units, k, state);
         // Two states that leave the same tree (a file's data on a name no longer reachable, say) are one check.
-        const key = treeKey(tree);
-        if (checked.has(key)) continue;
-        checked.add(key);
+        const { whole, settling } = treeKeys(tree);
+        if (checked.has(whole)) continue;
+        checked.add(whole);
         out.trees++;
-        for (const name of readdirSync(dir)) rmSync(join(dir, name), { recursive: true, force: true });
-        materialize(dir, tree);
-        const wrong = await settledProblems(dir, found, options.reportsBefore ?? 0);
+        const wrong = await settledOnce(settles, settling, () => settle(tree), options.proveSharing === true);
         if (wrong.length === 0 || out.problems.length >= (options.maxProblems ?? 10)) continue;
         const op = rec.ops[k - 1];
         const chosen = [...state].filter(([, c]) => c.count > 0 || c.torn).map(([u, c]) => `${u}=${c.count}${c.torn ? ' torn' : ''}`);
@@ -67,9 +79,64 @@ export async function checkEveryCut(rec: Recording, options: { reportsBefore?: n
       }
     }
   } finally {
-    for (const name of readdirSync(dir)) rmSync(join(dir, name), { recursive: true, force: true });
+    empty(rec.base);
   }
+  out.settled = settles.size;
   return out;
+}
+
+/** What a tree settled to: what was wrong, and (when sharing is proved) the settled tree's paths and state bytes. */
+interface Settled {
+  problems: string[];
+  fingerprint?: string;
+}
+
+/** Builds a tree in the recorded base (emptied first) and settles it as the next start would; with the settled tree's fingerprint when asked. */
+function settlerOf(rec: Recording, options: CheckOptions): (tree: ReturnType<typeof treeAt>) => Promise<Settled> {
+  const found = new Set<string>();
+  for (const p of rec.before.paths.keys()) {
+    if (p === 'root') found.add('/');
+    else if (p.startsWith('root/')) found.add(p.slice(4));
+  }
+  return async (tree) => {
+    empty(rec.base);
+    materialize(rec.base, tree);
+    const problems = await withCallsInTurn(() => settledProblems(rec.base, found, options.reportsBefore ?? 0));
+    return { problems, fingerprint: options.proveSharing ? fingerprint(rec.base) : undefined };
+  };
+}
+
+/** A tree's problems: its own settle's, or those of the first tree alike in `key` (settled again, and compared, when proving the sharing). */
+async function settledOnce(settles: Map<string, Settled>, key: string, settle: () => Promise<Settled>, prove: boolean): Promise<string[]> {
+  const shared = settles.get(key);
+  if (shared && !prove) return shared.problems;
+  const now = await settle();
+  if (!shared) settles.set(key, now);
+  return shared ? [...now.problems, ...unlike(shared, now)] : now.problems;
+}
+
+function empty(dir: string): void {
+  for (const name of readdirSync(dir)) rmSync(join(dir, name), { recursive: true, force: true });
+}
+
+/** A settled tree as a line a path: its type, and outside the root its bytes (those under the root are what a shared settle leaves out). */
+function fingerprint(dir: string): string {
+  const lines: string[] = [];
+  const walk = (rel: string) => {
+    const full = join(dir, rel);
+    const st = lstatSync(full);
+    const bytes = st.isFile() && !rel.startsWith('root/') ? createHash('sha1').update(readFileSync(full)).digest('hex') : '';
+    lines.push(`${rel} ${st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'symlink' : 'file'} ${bytes}`);
+    if (st.isDirectory()) for (const name of readdirSync(full).sort()) walk(rel ? `${rel}/${name}` : name);
+  };
+  walk('');
+  return lines.join('\n');
+}
+
+/** How a tree settled unlike the one whose settle it shares: a settle that read what the sharing leaves out. */
+function unlike(shared: Settled, now: Settled): string[] {
+  if (shared.fingerprint === now.fingerprint && shared.problems.join('\n') === now.problems.join('\n')) return [];
+  return [`settles unlike a tree that differs from it only in the bytes of files under the root (${JSON.stringify(shared.problems)} then ${JSON.stringify(now.problems)})`];
 }
 
 /** The targets of the archive journals a cut left (each with its parents): the next apply of the archive resumes or undoes them. */
@@ -92,16 +159,21 @@ function unrecordedArchivePaths(stateDir: string): string[] {
   return out;
 }
 
-function treeKey(tree: ReturnType<typeof treeAt>): string {
-  const h = createHash('sha1');
+/**
+ * Two keys of a tree: `whole`, all of it (paths, types, bytes, link targets); `settling`, all but
+ * the bytes of files under the root, which neither the settle nor the check reads: trees alike in it
+ * settle alike.
+ */
+function treeKeys(tree: ReturnType<typeof treeAt>): { whole: string; settling: string } {
+  const settling = createHash('sha1');
+  const rootBytes = createHash('sha1');
   for (const [path, ino] of [...tree.paths].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const node = tree.nodes.get(ino)!;
-    h.update(`${path}\0${node.type}\0`);
-    if (node.type === 'file') h.update(node.bytes);
-    else if (node.type === 'symlink') h.update(node.target);
-    h.update('\0');
+    settling.update(`${path}\0${node.type}\0${node.type === 'symlink' ? node.target : ''}\0`);
+    if (node.type === 'file') (path.startsWith('root/') ? rootBytes.update(`${path}\0`) : settling).update(node.bytes).update('\0');
   }
-  return h.digest('hex');
+  const key = settling.digest('hex');
+  return { settling: key, whole: `${key}${rootBytes.digest('hex')}` };
 }
 
 function describe(op: Recording['ops'][number]): string {
