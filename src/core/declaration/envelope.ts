@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type KeyObject } from 'node:crypto';
 import { nkeySeed, operatorKey, signEd25519, verifyEd25519 } from './nkey.js';
 import { lazy } from '../system/interop.js';
 import { decodeCanonicalBase64 } from '../vocabulary/base64.js';
@@ -84,6 +84,8 @@ export function cosign(envelope: Envelope, seed: string): Envelope {
 export interface SignerRule {
   version: number;
   keys: readonly string[];
+  /** Each control key decoded (or why it does not decode), once when the rule is made. */
+  decoded: ReadonlyMap<string, KeyObject | string>;
   threshold: number;
   /** Keys of earlier versions that this one no longer holds, each with the version that retired it. */
   retiredAt: ReadonlyMap<string, number>;
@@ -127,7 +129,7 @@ export function openEnvelope(envelope: Envelope, rule?: SignerRule): Opened {
     }
     const signature = decodeCanonicalBase64(s.signature);
     if (signature === undefined) return forged('the signature is not base64 (canonical, padded)');
-    const key = operatorKey(s.key);
+    const key = rule?.decoded.get(s.key) ?? operatorKey(s.key);
     if (typeof key === 'string') return forged(`the key ${key}`);
     if (verifyEd25519(key, payload, signature)) valid.add(s.key);
     else if (!rule) return forged(`the signature does not match the payload for key ${s.key}`);

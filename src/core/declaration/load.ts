@@ -1,4 +1,4 @@
-import { parseJsonText } from './json-syntax.js';
+import { jsonSyntaxMessage } from './json-syntax.js';
 import { closeSync, fstatSync, openSync } from 'node:fs';
 import { readFully } from '../system/read.js';
 import { refused } from '../system/errors.js';
@@ -46,9 +46,13 @@ function refuseProblems(source: string, problems: Problem[]): never {
 }
 
 function parseJson(bytes: Buffer, source: string, what: string): unknown {
-  const parsed = parseJsonText(bytes.toString('utf8'));
-  if (!parsed.ok) throw refused(`${source}: ${what} is not JSON: ${parsed.message}; nothing was touched`);
-  return parsed.value;
+  const text = bytes.toString('utf8');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    // Only a refusal says where the syntax broke: a declaration that parses goes no further than JSON.parse.
+    throw refused(`${source}: ${what} is not JSON: ${jsonSyntaxMessage(text, err)}; nothing was touched`);
+  }
 }
 
 /** From bytes to a checked declaration: size, signature (before the payload is parsed), schema. */

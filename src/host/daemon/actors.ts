@@ -113,7 +113,7 @@ function genesisActor(parts: DaemonParts) {
 function linkActor(parts: DaemonParts) {
   return fromCallback(({ sendBack }) => {
     const close = parts.link.open(parts.now.config, {
-      onDeclaration: (value) => parts.intake.take(value),
+      onDeclaration: parts.intake.take,
       onUp: () => {
         parts.now.linkUp = true;
         const nc = parts.link.connection;

@@ -34,16 +34,34 @@ export class DeliveryIntake {
 
   constructor(private readonly deps: IntakeDeps) {}
 
-  take(value: DeclarationValue): void {
+  /** The link's handler of a value, handed to it as it is: a delivery goes from the link to here, and no closure between. */
+  readonly take = (value: DeclarationValue): void => {
     this.chain = this.chain.then(() => this.check(value)).catch((err: Error) => this.deps.log.error({ err }, 'link: a delivery could not be handled'));
-  }
+  };
 
+  /**
+   * Checked against the trust root held. A delivery its signatures do not satisfy may be signed by the
+   * keys of a newer version the host has not read yet (the rotation, then the send): the host reads the
+   * mesh's trust root and checks once more before refusing. A refusal of a kind is handed on as data.
+   */
   private async check({ bytes, revision }: DeclarationValue): Promise<void> {
-    const config = this.deps.config();
     const source = `the delivery (revision ${revision})`;
+    const node = this.deps.config().node;
+    const receive = async () => {
+      const rule = this.deps.rule();
+      // Without a pinned key nothing the link brings can be trusted: refused before it is read.
+      if (!rule) throw refused(`${source}: no control-plane key is pinned; refused`, [], 'forged');
+      return receiveDeclaration(Buffer.from(bytes), { source, node, requireSignature: true, rule });
+    };
     let received: Received;
     try {
-      received = await this.verify(bytes, source, config.node);
+      received = await receive().catch(async (err: unknown) => {
+        if (!(err instanceof HostError) || !['forged', 'retired', 'unapproved'].includes(err.kind ?? '')) throw err;
+        const before = this.deps.rule()?.version;
+        await this.deps.catchUpTrust();
+        if (this.deps.rule()?.version === before) throw err;
+        return receive();
+      });
     } catch (err) {
       if (!(err instanceof HostError) || err.kind === undefined) throw err;
       return this.deps.refuse({ kind: err.kind, message: [err.message, ...err.details].join('; ') });
@@ -51,28 +69,5 @@ export class DeliveryIntake {
     markStep('verified');
     this.deps.remember(received);
     this.deps.deliver({ ...markOf(received.declaration, received.digest), revision });
-  }
-
-  /**
-   * Checked against the trust root held. A delivery its signatures do not satisfy may be signed by the
-   * keys of a newer version the host has not read yet (the rotation, then the send): the host reads the
-   * mesh's trust root and checks once more before refusing.
-   */
-  private async verify(bytes: Uint8Array, source: string, node: string): Promise<Received> {
-    const check = () => {
-      const rule = this.deps.rule();
-      // Without a pinned key nothing the link brings can be trusted: refused before it is read.
-      if (!rule) throw refused(`${source}: no control-plane key is pinned; refused`, [], 'forged');
-      return receiveDeclaration(Buffer.from(bytes), { source, node, requireSignature: true, rule });
-    };
-    try {
-      return await check();
-    } catch (err) {
-      if (!(err instanceof HostError) || !['forged', 'retired', 'unapproved'].includes(err.kind ?? '')) throw err;
-      const before = this.deps.rule()?.version;
-      await this.deps.catchUpTrust();
-      if (this.deps.rule()?.version === before) throw err;
-      return check();
-    }
   }
 }
