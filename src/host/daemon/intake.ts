@@ -1,4 +1,4 @@
-import type { Delivery, Refused } from '../../../machines/lifecycle.js';
+import type { LifecycleEvent } from '../../../machines/lifecycle.js';
 import type { HostConfig } from '../../core/config/config.js';
 import { receiveDeclaration, type Received } from '../../core/declaration/load.js';
 import { markOf } from '../../core/declaration/order.js';
@@ -15,17 +15,17 @@ export interface IntakeDeps {
   rule: () => SignerRule | undefined;
   /** Reads the mesh's newer trust root versions, if any, and follows them. */
   catchUpTrust: () => Promise<void>;
-  /** Where a verified delivery's bytes and parse wait for the lifecycle's decision (the kept declaration's keeper). */
-  remember(received: Received): void;
-  /** A value that cannot be a declaration for this host: handed to the lifecycle, which has the worker report it. */
-  refuse(refused: Refused): void;
-  /** A checked declaration's mark, handed to the lifecycle to order, keep and enqueue. */
-  deliver(delivery: Delivery): void;
+  /**
+   * The running lifecycle, told each delivery as DELIVERY (its mark and its checked declaration, to order,
+   * keep and enqueue) or REFUSED (a value that cannot be a declaration for this host, which the worker
+   * reports); undefined before it runs.
+   */
+  lifecycle(): { send(event: LifecycleEvent): void } | undefined;
 }
 
 /**
  * Delivery intake: each value of this node's key is checked (signature first, then the vocabulary and
- * the node) one at a time, in the order the link brought them, remembered, and its mark handed on.
+ * the node) one at a time, in the order the link brought them, and handed to the lifecycle with its mark.
  * Whether it is newer than what the host holds, and so kept and applied, is the lifecycle's decision,
  * not the intake's; the intake reports nothing itself.
  */
@@ -64,10 +64,9 @@ export class DeliveryIntake {
       });
     } catch (err) {
       if (!(err instanceof HostError) || err.kind === undefined) throw err;
-      return this.deps.refuse({ kind: err.kind, message: [err.message, ...err.details].join('; ') });
+      return this.deps.lifecycle()?.send({ type: 'REFUSED', refused: { kind: err.kind, message: [err.message, ...err.details].join('; ') } });
     }
     markStep('verified');
-    this.deps.remember(received);
-    this.deps.deliver({ ...markOf(received.declaration, received.digest), revision });
+    this.deps.lifecycle()?.send({ type: 'DELIVERY', delivery: { ...markOf(received.declaration, received.digest), revision, checked: received } });
   }
 }
