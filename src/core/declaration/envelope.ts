@@ -94,7 +94,7 @@ export interface SignerRule {
 }
 
 export type Opened =
-  | { ok: true; payload: Buffer; keys: string[] }
+  | { ok: true; payload: Buffer; keys: string[]; digest: string }
   | { ok: false; reason: string; kind: 'forged' | 'retired' | 'unapproved' };
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -136,7 +136,8 @@ export function openEnvelope(envelope: Envelope, rule?: SignerRule): Opened {
     else broken ??= s.key;
     if (rule && valid.size >= rule.threshold) break;
   }
-  if (!rule || valid.size >= rule.threshold) return { ok: true, payload, keys: [...valid] };
+  // The digest that names the declaration is the signed payload's, taken as it is opened.
+  if (!rule || valid.size >= rule.threshold) return { ok: true, payload, keys: [...valid], digest: digestOf(payload) };
   if (valid.size > 0) {
     return { ok: false, kind: 'unapproved', reason: `${plural(valid.size, 'valid signature')} of the control keys; trust version ${rule.version} needs ${rule.threshold} (distinct keys): not approved` };
   }

@@ -68,6 +68,7 @@ export async function receiveDeclaration(bytes: Buffer, options: ReceiveOptions)
   const outer = parseJson(bytes, options.source, 'the document');
   await pause();
   let payload = bytes;
+  let digest: string | undefined;
   let signedBy: string | undefined;
   let signers: string[] = [];
   if (isEnvelope(outer)) {
@@ -77,6 +78,7 @@ export async function receiveDeclaration(bytes: Buffer, options: ReceiveOptions)
     payload = opened.payload;
     signedBy = opened.keys[0];
     signers = opened.keys;
+    digest = opened.digest;
   } else if (options.requireSignature) {
     throw refused(`${options.source}: not a signed envelope ({payload, key, signature}); nothing was touched`, [], 'forged');
   }
@@ -85,7 +87,7 @@ export async function receiveDeclaration(bytes: Buffer, options: ReceiveOptions)
   await pause();
   const validated = await validateDeclaration(value, { ...(options.node === undefined ? {} : { node: options.node }), pause });
   if (!validated.ok) refuseProblems(options.source, validated.problems);
-  return { declaration: validated.declaration, digest: digestOf(payload), bytes, ...(signedBy ? { signedBy, signers } : {}) };
+  return { declaration: validated.declaration, digest: digest ?? digestOf(payload), bytes, ...(signedBy ? { signedBy, signers } : {}) };
 }
 
 /** Reads a declaration file, refusing one over the bound before reading it whole. */
