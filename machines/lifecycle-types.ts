@@ -6,9 +6,19 @@ import type { Pause, PauseOrder } from './pause.js';
 export type Mode = 'adopted' | 'converged';
 export type Ending = 'stop' | 'standAside' | 'move';
 
-/** A delivery the intake checked: its mark, and which revision of the node's key it was. No bytes: once kept, the worker applies the kept declaration. */
+/**
+ * A delivery the intake checked: its mark, which revision of the node's key it was, and the declaration
+ * as checked. The machine orders it by its mark only; the checked declaration rides along, opaque to it,
+ * to be kept and then applied by the worker, never received a second time.
+ */
 export interface Delivery extends Mark {
   revision?: number;
+  checked?: CheckedDeclaration;
+}
+
+/** The declaration as the intake checked it: the machine sees only its digest (the intake makes it; src/host/daemon/remembered-kept.ts reads it back). */
+export interface CheckedDeclaration {
+  readonly digest: string;
 }
 
 /** A delivery refused before anything was kept: the worker reports it, in its turn, like any other work. */

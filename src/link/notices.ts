@@ -1,5 +1,6 @@
 import type { MsgHdrs } from '@nats-io/transport-node';
 import { DECLARATIONS_STREAM } from './wire.js';
+import { markStep } from '../core/system/trace.js';
 
 /** What a notice of a put says: nothing to read (a delete), or read, and the revision it names when it names one. */
 export type Notice = { read: false } | { read: true; revision?: number };
@@ -49,6 +50,14 @@ export class HeardReads {
   private reading = false;
 
   constructor(private readonly deps: HeardReadsDeps) {}
+
+  /** The subscription's callback on the key's subjects, as it is: a message heard goes from NATS to here. */
+  readonly message = (err: unknown, msg: { headers?: MsgHdrs | undefined }): void => {
+    if (err || this.deps.closed()) return;
+    const notice = noticeOf(msg.headers);
+    if (notice.read) markStep('notice');
+    this.heard(notice);
+  };
 
   heard(notice: Notice): void {
     if (!notice.read) return;

@@ -6,7 +6,7 @@ import type { Logger } from '../core/system/log.js';
 import { connectLink, type LinkSettings } from './connect.js';
 import { declarationSubject, declaredSubject, heartbeatSubject, hostInboxPrefix, inventorySubject, planSubject, reportMessageId, reportSubject, statusSubject } from './wire.js';
 import type { ReportSigner } from './report-trust.js';
-import { HeardReads, noticeOf } from './notices.js';
+import { HeardReads } from './notices.js';
 import { openDeclarationsBucket } from './bucket-wait.js';
 import { lazy } from '../core/system/interop.js';
 import { markStep } from '../core/system/trace.js';
@@ -130,12 +130,6 @@ export class LinkSession {
     });
   }
 
-  private deliver(value: DeclarationValue): void {
-    if (value.revision <= this.lastRevision) return;
-    this.lastRevision = value.revision;
-    this.handlers.onDeclaration(value);
-  }
-
   /**
    * Every put to this node's key is also delivered to whoever listens on its subject; behind a site's
    * leaf node that message stays at the hub, and the leaf announces the put on the node's notice subject
@@ -144,15 +138,7 @@ export class LinkSession {
    */
   private listenForPuts(): void {
     for (const subject of [declarationSubject(this.options.node), declaredSubject(this.options.node)]) {
-      const sub = this.nc!.subscribe(subject, {
-        callback: (err, msg) => {
-          if (err || this.closed) return;
-          const notice = noticeOf(msg.headers);
-          if (notice.read) markStep('notice');
-          this.heard.heard(notice);
-        },
-      });
-      this.subs.push(sub);
+      this.subs.push(this.nc!.subscribe(subject, { callback: this.heard.message }));
     }
   }
 
@@ -162,7 +148,11 @@ export class LinkSession {
       markStep('read');
       const entry = await this.kv.get(this.options.node);
       markStep('got');
-      if (entry && entry.operation === 'PUT') this.deliver({ bytes: entry.value, revision: entry.revision });
+      // Only a newer revision is handed on, and straight to the handler (the daemon's intake).
+      if (entry && entry.operation === 'PUT' && entry.revision > this.lastRevision) {
+        this.lastRevision = entry.revision;
+        this.handlers.onDeclaration({ bytes: entry.value, revision: entry.revision });
+      }
       return true;
     } catch (err) {
       this.options.log.warn({ err: (err as Error).message, why }, 'link: could not read the key');

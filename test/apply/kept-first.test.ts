@@ -134,7 +134,7 @@ describe('a report leaves once its head is renamed; its removal waits for the sa
     expect((await h.apply(declaration(FILES), { trigger: 'delivery' })).kind).toBe('applied');
     const told: number[] = [];
     // The daemon's own run holds the store throughout: the folder is not looked at, only the commit tells.
-    const stop = watchOutbox(h.stateDir, h.env.outbox, h.env.clock, silentLogger(), () => true, (report) => told.push(report.sequence));
+    const stop = watchOutbox(h.stateDir, h.env.outbox, h.env.clock, silentLogger(), () => true, (event) => told.push(event.report.sequence));
     try {
       expect(told).toEqual([]);
       expect((await h.apply(declaration(FILES, { sequence: 2 }), { trigger: 'delivery' })).kind).toBe('applied');

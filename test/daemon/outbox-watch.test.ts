@@ -54,7 +54,7 @@ describe("the outbox's watch: the one way a report reaches the lifecycle", () =>
     const clock = heldClock();
     let busy = false;
     const told: number[] = [];
-    const stop = watchOutbox(h.stateDir, h.env.outbox, clock, silentLogger(), () => busy, (report) => told.push(report.sequence));
+    const stop = watchOutbox(h.stateDir, h.env.outbox, clock, silentLogger(), () => busy, (event) => told.push(event.report.sequence));
     try {
       expect(told).toEqual([1]);
       // The daemon's own run: the folder is not looked at while it holds the store; its commit tells.
@@ -88,7 +88,7 @@ describe("the outbox's watch: the one way a report reaches the lifecycle", () =>
     const h = hostWithOutbox();
     const clock = heldClock();
     const told: number[] = [];
-    const stop = watchOutbox(h.stateDir, h.env.outbox, clock, silentLogger(), () => true, (report) => told.push(report.sequence));
+    const stop = watchOutbox(h.stateDir, h.env.outbox, clock, silentLogger(), () => true, (event) => told.push(event.report.sequence));
     try {
       expect(told).toEqual([]);
       expect((await h.apply(declaration(FILES), { trigger: 'delivery' })).kind).toBe('applied');

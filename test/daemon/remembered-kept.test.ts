@@ -20,10 +20,9 @@ describe('the kept declaration as the daemon opens it', () => {
     const kept = new RememberedKept(folder());
     const bytes = await signed(seed, 2);
     const received = await receiveDeclaration(bytes, { source: 'the delivery', node: 'n1', requireSignature: true, pinnedKey: publicKey });
-    // The intake remembers what it verified; the lifecycle keeps it: those very bytes are written.
-    kept.remember(received);
+    // The delivery carries what the intake checked; the lifecycle keeps it: those very bytes are written.
     expect(kept.exists()).toBe(false);
-    kept.keepDelivered({ sequence: 2, digest: received.digest, revision: 7 }, config);
+    kept.keepDelivered({ sequence: 2, digest: received.digest, revision: 7, checked: received }, config);
     // Written off the event loop: until it is on disk, the kept declaration is those bytes all the same.
     expect(kept.exists()).toBe(true);
     expect(await kept.receive(config)).toBe(received);
@@ -32,8 +31,9 @@ describe('the kept declaration as the daemon opens it', () => {
     expect(kept.revision()).toEqual({ revision: 7, digest: received.digest });
     // The very object the intake made: nothing parsed again.
     expect(await kept.receive(config)).toBe(received);
-    // Only the delivery the intake verified last can be kept.
-    expect(() => kept.keepDelivered({ sequence: 3, digest: 'sha256:other', revision: 8 }, config)).toThrow(/not the one the intake verified last/);
+    // Only a delivery that carries the declaration the intake checked (and no other) can be kept.
+    expect(() => kept.keepDelivered({ sequence: 3, digest: 'sha256:other', revision: 8 }, config)).toThrow(/does not carry the declaration the intake checked/);
+    expect(() => kept.keepDelivered({ sequence: 3, digest: 'sha256:other', revision: 8, checked: received }, config)).toThrow(/does not carry the declaration the intake checked/);
 
     // A file changed on disk is checked whole: a forged one is refused as before.
     const forged = JSON.parse(bytes.toString()) as { payload: string };
@@ -60,10 +60,9 @@ describe('the kept declaration as the daemon opens it', () => {
     const kept = new RememberedKept(dir);
     const bytes = await signed(seed, 2);
     const received = await receiveDeclaration(bytes, { source: 'the delivery', node: 'n1', requireSignature: true, pinnedKey: publicKey });
-    kept.remember(received);
     // A directory where the kept declaration goes: the write's rename fails, as a failing disk would make it.
     mkdirSync(join(dir, 'declared.json', 'in-the-way'), { recursive: true });
-    kept.keepDelivered({ sequence: 2, digest: received.digest, revision: 7 }, config);
+    kept.keepDelivered({ sequence: 2, digest: received.digest, revision: 7, checked: received }, config);
     await expect(kept.durable()).rejects.toMatchObject({ code: expect.stringMatching(/^(EISDIR|ENOTEMPTY|EEXIST)$/) });
     expect(kept.exists()).toBe(true);
     expect(await kept.receive(config)).toBe(received);

@@ -9,7 +9,8 @@ import { reconcileCommand } from '../../src/host/commands/reconcile-command.js';
 import type { CommandContext } from '../../src/cli/context.js';
 import { loadConfig } from '../../src/core/config/config.js';
 import { DeliveryIntake } from '../../src/host/daemon/intake.js';
-import type { Received } from '../../src/core/declaration/load.js';
+import { checkedOf } from '../../src/host/daemon/remembered-kept.js';
+import type { Delivery, LifecycleEvent } from '../../machines/lifecycle.js';
 import { newNkeySeed, nkeySeed } from '../../src/core/declaration/nkey.js';
 import { genesis } from '../../src/host/genesis/genesis.js';
 import { hostEnvironment, serviceManagerOnce } from '../../src/host/env/host-environment.js';
@@ -264,22 +265,21 @@ describe(`the one gate, ${COUNT} generated invalid inputs across its four paths`
     );
     let revision = 100;
     await fuzz('delivery', h, inputs, async (input) => {
-      let remembered: Received | undefined;
-      const taken = await new Promise<Outcome | { delivered: Parameters<ConstructorParameters<typeof DeliveryIntake>[0]['deliver']>[0] }>((resolve) => {
-        const intake = new DeliveryIntake({
-          config: () => config,
-          log: deps.log,
-          rule: () => signerRule([pinnedKeyRoot(config.publicKey!)]),
-          catchUpTrust: async () => undefined,
-          remember: (received) => void (remembered = received),
-          refuse: (r) => resolve({ refused: true, kind: r.kind, said: r.message }),
-          deliver: (delivery) => resolve({ delivered: delivery }),
-        });
+      const taken = await new Promise<Outcome | { delivered: Delivery }>((resolve) => {
+        // The lifecycle the intake tells: what it says is what the fuzz looks at.
+        const lifecycle = {
+          send: (event: LifecycleEvent) => {
+            if (event.type === 'REFUSED') resolve({ refused: true, kind: event.refused.kind, said: event.refused.message });
+            else if (event.type === 'DELIVERY') resolve({ delivered: event.delivery });
+          },
+        };
+        const intake = new DeliveryIntake({ config: () => config, log: deps.log, rule: () => signerRule([pinnedKeyRoot(config.publicKey!)]), catchUpTrust: async () => undefined, lifecycle: () => lifecycle });
         intake.take({ bytes: input.bytes, revision: ++revision });
       });
       if (!('delivered' in taken)) return taken;
-      // What the intake verified and remembered goes through the one apply path (its order checked there:
-      // no lifecycle ordered it here).
+      // What the intake checked, carried by the delivery, goes through the one apply path (its order
+      // checked there: no lifecycle ordered it here).
+      const remembered = checkedOf(taken.delivered);
       expect(remembered?.digest).toBe(taken.delivered.digest);
       const result = await withLockedStore(h.paths.stateDir, deps.log, { command: 'fuzz', timeoutMs: 10_000 }, async (store) => {
         const env = hostEnvironment({ paths: h.paths, config, store, deps, serviceManager: serviceManagerOnce(deps.runner, config) });

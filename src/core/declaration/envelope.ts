@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type KeyObject } from 'node:crypto';
 import { nkeySeed, operatorKey, signEd25519, verifyEd25519 } from './nkey.js';
 import { lazy } from '../system/interop.js';
 import { decodeCanonicalBase64 } from '../vocabulary/base64.js';
@@ -84,6 +84,8 @@ export function cosign(envelope: Envelope, seed: string): Envelope {
 export interface SignerRule {
   version: number;
   keys: readonly string[];
+  /** Each control key decoded (or why it does not decode), once when the rule is made. */
+  decoded: ReadonlyMap<string, KeyObject | string>;
   threshold: number;
   /** Keys of earlier versions that this one no longer holds, each with the version that retired it. */
   retiredAt: ReadonlyMap<string, number>;
@@ -92,7 +94,7 @@ export interface SignerRule {
 }
 
 export type Opened =
-  | { ok: true; payload: Buffer; keys: string[] }
+  | { ok: true; payload: Buffer; keys: string[]; digest: string }
   | { ok: false; reason: string; kind: 'forged' | 'retired' | 'unapproved' };
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -127,14 +129,15 @@ export function openEnvelope(envelope: Envelope, rule?: SignerRule): Opened {
     }
     const signature = decodeCanonicalBase64(s.signature);
     if (signature === undefined) return forged('the signature is not base64 (canonical, padded)');
-    const key = operatorKey(s.key);
+    const key = rule?.decoded.get(s.key) ?? operatorKey(s.key);
     if (typeof key === 'string') return forged(`the key ${key}`);
     if (verifyEd25519(key, payload, signature)) valid.add(s.key);
     else if (!rule) return forged(`the signature does not match the payload for key ${s.key}`);
     else broken ??= s.key;
     if (rule && valid.size >= rule.threshold) break;
   }
-  if (!rule || valid.size >= rule.threshold) return { ok: true, payload, keys: [...valid] };
+  // The digest that names the declaration is the signed payload's, taken as it is opened.
+  if (!rule || valid.size >= rule.threshold) return { ok: true, payload, keys: [...valid], digest: digestOf(payload) };
   if (valid.size > 0) {
     return { ok: false, kind: 'unapproved', reason: `${plural(valid.size, 'valid signature')} of the control keys; trust version ${rule.version} needs ${rule.threshold} (distinct keys): not approved` };
   }

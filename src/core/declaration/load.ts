@@ -1,4 +1,4 @@
-import { parseJsonText } from './json-syntax.js';
+import { jsonSyntaxMessage } from './json-syntax.js';
 import { closeSync, fstatSync, openSync } from 'node:fs';
 import { readFully } from '../system/read.js';
 import { refused } from '../system/errors.js';
@@ -46,9 +46,13 @@ function refuseProblems(source: string, problems: Problem[]): never {
 }
 
 function parseJson(bytes: Buffer, source: string, what: string): unknown {
-  const parsed = parseJsonText(bytes.toString('utf8'));
-  if (!parsed.ok) throw refused(`${source}: ${what} is not JSON: ${parsed.message}; nothing was touched`);
-  return parsed.value;
+  const text = bytes.toString('utf8');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    // Only a refusal says where the syntax broke: a declaration that parses goes no further than JSON.parse.
+    throw refused(`${source}: ${what} is not JSON: ${jsonSyntaxMessage(text, err)}; nothing was touched`);
+  }
 }
 
 /** From bytes to a checked declaration: size, signature (before the payload is parsed), schema. */
@@ -64,6 +68,7 @@ export async function receiveDeclaration(bytes: Buffer, options: ReceiveOptions)
   const outer = parseJson(bytes, options.source, 'the document');
   await pause();
   let payload = bytes;
+  let digest: string | undefined;
   let signedBy: string | undefined;
   let signers: string[] = [];
   if (isEnvelope(outer)) {
@@ -73,6 +78,7 @@ export async function receiveDeclaration(bytes: Buffer, options: ReceiveOptions)
     payload = opened.payload;
     signedBy = opened.keys[0];
     signers = opened.keys;
+    digest = opened.digest;
   } else if (options.requireSignature) {
     throw refused(`${options.source}: not a signed envelope ({payload, key, signature}); nothing was touched`, [], 'forged');
   }
@@ -81,7 +87,7 @@ export async function receiveDeclaration(bytes: Buffer, options: ReceiveOptions)
   await pause();
   const validated = await validateDeclaration(value, { ...(options.node === undefined ? {} : { node: options.node }), pause });
   if (!validated.ok) refuseProblems(options.source, validated.problems);
-  return { declaration: validated.declaration, digest: digestOf(payload), bytes, ...(signedBy ? { signedBy, signers } : {}) };
+  return { declaration: validated.declaration, digest: digest ?? digestOf(payload), bytes, ...(signedBy ? { signedBy, signers } : {}) };
 }
 
 /** Reads a declaration file, refusing one over the bound before reading it whole. */

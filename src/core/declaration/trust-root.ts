@@ -160,7 +160,9 @@ export function retiredKeys(chain: readonly TrustRoot[]): Map<string, number> {
 /** What a declaration must be signed by under the newest version of a chain. */
 export function signerRule(chain: readonly TrustRoot[]): SignerRule {
   const newest = chain[chain.length - 1]!;
-  return { version: newest.version, keys: newest.control.keys, threshold: newest.control.threshold, retiredAt: retiredKeys(chain), recovery: newest.recovery.keys };
+  // The control keys decoded here, once for the rule: a delivery looks its signer up, it does not decode it.
+  const decoded = new Map(newest.control.keys.map((key) => [key, operatorKey(key)] as const));
+  return { version: newest.version, keys: newest.control.keys, decoded, threshold: newest.control.threshold, retiredAt: retiredKeys(chain), recovery: newest.recovery.keys };
 }
 
 /**

@@ -17,7 +17,7 @@ import { readOnlyRefusal } from './read-only.js';
 import { sayApplyDetail } from './say.js';
 import { planDiffs } from './diff.js';
 import { shouldSpeak } from '../report/speak.js';
-import { keepReport, recordApply } from './keep-report.js';
+import { keepReport } from './keep-report.js';
 import { readable } from '../report/words.js';
 import { settleFoundFirewall, type Settled } from '../../machine/filters/settle.js';
 import type { RefusalKind, Subject } from '../../core/system/errors.js';
@@ -116,12 +116,8 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     markStep('reported');
     // Whether to speak depends on what changed, never on the unchanged: their steps are not made for it.
     const speaks = shouldSpeak({ trigger: report.trigger, outcome: report.outcome, steps: outcome.changed, facts: report.facts }, store.state.lastFingerprint) || (request.found?.length ?? 0) > 0;
-    const undo = recordApply(store, report, speaks);
-    const unkept = await keepReport(env, report, speaks, touches ? undefined : kept, undo);
-    if (unkept) {
-      undo();
-      return refusedBy(unkept);
-    }
+    const unkept = await keepReport(env, report, speaks, touches ? undefined : kept);
+    if (unkept) return refusedBy(unkept);
     sayApplyDetail(env.log, report, outcome);
     return { kind: speaks ? 'applied' : 'silent', plan, report };
   } finally {

@@ -17,7 +17,7 @@ type Recorded = Pick<StoreState, (typeof RECORDED)[number]>;
  * The store's head after an apply: mode, held, the declaration applied, the outcome, and the report's
  * sequence when it speaks. Returns how to put the head back as it was, for an apply that is not committed.
  */
-export function recordApply(store: Store, report: Report, speaks: boolean): () => void {
+function recordApply(store: Store, report: Report, speaks: boolean): () => void {
   const before: Partial<Recorded> = {};
   for (const field of RECORDED) Object.assign(before, { [field]: store.state[field] });
   const { error, finishedAt } = report;
@@ -47,7 +47,8 @@ export function recordApply(store: Store, report: Report, speaks: boolean): () =
 }
 
 /**
- * The report reaches the outbox before the store records its sequence: a crash in between leaves a
+ * The apply recorded in the store's head (recordApply), and kept with its report. The report reaches
+ * the outbox before the store records its sequence: a crash in between leaves a
  * report the next start counts (see openStore), never a sequence without its report. The store is saved
  * even when the apply failed (or the outbox could not be written): what was applied before the failure
  * is on the machine.
@@ -55,10 +56,11 @@ export function recordApply(store: Store, report: Report, speaks: boolean): () =
  * `kept` is the kept declaration's write when the apply touched nothing and so did not wait for it: it
  * goes to the disk beside the report's and the head's, and neither the report's entry nor the head is
  * renamed before it is durable (a head naming a declaration the disk does not hold would let a restart
- * apply an older one over it). When it could not be kept, nothing of the apply is committed: its
- * refusal is returned, and the caller puts the head back.
+ * apply an older one over it). When it could not be kept, nothing of the apply is committed: the head
+ * is put back, and its refusal returned.
  */
-export async function keepReport(env: HostEnv, report: Report, speaks: boolean, kept?: Promise<Refusal | undefined>, uncount?: () => void): Promise<Refusal | undefined> {
+export async function keepReport(env: HostEnv, report: Report, speaks: boolean, kept?: Promise<Refusal | undefined>): Promise<Refusal | undefined> {
+  const uncount = recordApply(env.store, report, speaks);
   const durable = kept?.then((unkept) => {
     if (unkept) throw new Error(unkept.reason);
   });
@@ -78,8 +80,9 @@ export async function keepReport(env: HostEnv, report: Report, speaks: boolean, 
     if (failure) throw new Error(failure.message);
   });
   // Once the head that counts the report is renamed, the report may leave while the rename is made
-  // durable; its removal, once acknowledged, waits for the save to end (see Outbox.countedBy).
-  const committed = () => void (entered && (markStep('committed'), env.outbox?.committed(report.sequence)));
+  // durable: whoever listens for commits (the daemon's outbox watch) is told at once. Its removal, once
+  // acknowledged, waits for the save to end (see Outbox.countedBy).
+  const committed = () => void (entered && (markStep('committed'), env.outbox?.onCommitted?.(report.sequence)));
   const saving = env.store.saveAsync(durable ? Promise.all([reported, durable]) : reported, committed);
   if (outboxed) env.outbox?.countedBy(saving);
   const saved = await saving.then(
@@ -91,10 +94,10 @@ export async function keepReport(env: HostEnv, report: Report, speaks: boolean, 
   await env.outbox?.wholeKept();
   const unkept = await kept;
   // The entry's write ends first (its temporary removed, nothing renamed), so that nothing of it is left.
-  if (unkept) return (await outboxed, unkept);
+  if (unkept) return (await outboxed, uncount(), unkept);
   const unreported = await outboxed;
   // The head was not renamed: what this process holds is put back too, so that the next report takes the same sequence.
-  if (unreported) uncount?.();
+  if (unreported) uncount();
   const failures = unreported ? [unreported] : saved ? [saved] : [];
   if (failures.length > 0) {
     const message = failures.map((f) => f.message).join('; ');

@@ -61,8 +61,8 @@ export class Outbox {
   private saving: Promise<unknown> = Promise.resolve();
   /** The whole copies being written, one after another (see wholeKept). */
   private keepingWhole: Promise<void> = Promise.resolve();
-  /** Told of a report that may be sent now (see whenCommitted). */
-  private sendable: ((sequence: number) => void) | undefined;
+  /** Told of a report that may be sent now, by the apply that commits it (see whenCommitted). */
+  onCommitted: ((sequence: number) => void) | undefined;
 
   constructor(stateDir: string, bounds: Partial<OutboxBounds> = {}) {
     this.dir = join(stateDir, OUTBOX_DIR);
@@ -158,15 +158,10 @@ export class Outbox {
    * head and the entry, which the next start counts and sends again under the same message id).
    */
   whenCommitted(sendable: (sequence: number) => void): () => void {
-    this.sendable = sendable;
+    this.onCommitted = sendable;
     return () => {
-      if (this.sendable === sendable) this.sendable = undefined;
+      if (this.onCommitted === sendable) this.onCommitted = undefined;
     };
-  }
-
-  /** The entry of this report is durable and the head that counts it renamed: it may be sent. */
-  committed(sequence: number): void {
-    this.sendable?.(sequence);
   }
 
   /** Report sequences waiting, oldest first. */

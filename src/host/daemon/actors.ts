@@ -1,5 +1,5 @@
 import { fromCallback, fromPromise } from 'xstate';
-import type { DeferredLock, Delivery, Ending, LifecycleEvent, lifecycleMachine, LoadedStore, ReportRef, Work, WorkerOutput } from '../../../machines/lifecycle.js';
+import type { DeferredLock, Delivery, Ending, LifecycleEvent, lifecycleMachine, LoadedStore, Work, WorkerOutput } from '../../../machines/lifecycle.js';
 import { pauseOrderAt } from '../../../machines/pause.js';
 import { loadConfig } from '../../core/config/config.js';
 import { readDeclarationFile } from '../../core/declaration/load.js';
@@ -9,7 +9,6 @@ import { serviceManagerOnce } from '../env/host-environment.js';
 import { engineOnce } from '../../kinds/container/engine-connect.js';
 import { checkPlanRequest, previewDeclaration } from '../../engine/apply/plan-preview.js';
 import { hostInventory } from '../env/host-inventory.js';
-import { REPORT_HEADROOM } from '../../engine/report/outbox.js';
 import { refused } from '../../core/system/errors.js';
 import { markStep } from '../../core/system/trace.js';
 import { letGo } from '../../core/system/yielder.js';
@@ -20,16 +19,17 @@ import { lockReader } from '../../engine/inhibit/inhibit-lock.js';
 import type { DaemonParts, GenesisOrder } from './parts.js';
 import { startWatching } from './watching.js';
 import { runWork } from './worker.js';
+import { ReportSender } from './report-sender.js';
 
 type Implementations = Parameters<typeof lifecycleMachine.provide>[0];
 
 /**
  * The lifecycle's effects, each made over the daemon's parts: what the machine decides (keep, refuse,
  * apply next, which report leaves) it decides; these only carry it out. The worker (applyWorker) is the
- * one writer of the store and the machine; the intake only verifies and remembers.
+ * one writer of the store and the machine; the intake only checks and tells the machine.
  */
 export function daemonImplementations(parts: DaemonParts): Implementations {
-  const removals = removalFlush(parts);
+  const sender = new ReportSender(parts.link, parts.outbox, parts.options.clock, parts.options.log);
   return {
     actions: {
       writeKept: (_, { delivery }) => keepDelivery(parts, delivery),
@@ -40,16 +40,16 @@ export function daemonImplementations(parts: DaemonParts): Implementations {
       genesis: genesisActor(parts),
       link: linkActor(parts),
       reconcileTimer: reconcileTimer(parts),
-      outboxWatch: fromCallback(({ sendBack }) => watchOutbox(parts.options.paths.stateDir, parts.outbox, parts.options.clock, parts.options.log, () => parts.store.busy, (report) => sendBack({ type: 'REPORT_READY', report }))),
+      outboxWatch: fromCallback(({ sendBack }) => watchOutbox(parts.options.paths.stateDir, parts.outbox, parts.options.clock, parts.options.log, () => parts.store.busy, sendBack)),
       watchers: watchersActor(parts),
       pauseWatch: pauseWatchActor(parts),
       lockWatch: lockWatchActor(parts),
       applyWorker: applyWorker(parts),
-      reportSender: reportSender(parts, () => removals.soon()),
+      reportSender: fromPromise(sender.send),
       quiesce: fromPromise<void, { ending: Ending }>(async ({ input }) => {
         parts.store.quiesce();
         // The removals of reports acknowledged just now are made durable before the host ends or stands aside.
-        await removals.now();
+        await sender.flushNow();
         parts.options.log.info({ ending: input.ending }, 'the host ends between applies: the store is quiesced');
       }),
     },
@@ -113,7 +113,7 @@ function genesisActor(parts: DaemonParts) {
 function linkActor(parts: DaemonParts) {
   return fromCallback(({ sendBack }) => {
     const close = parts.link.open(parts.now.config, {
-      onDeclaration: (value) => parts.intake.take(value),
+      onDeclaration: parts.intake.take,
       onUp: () => {
         parts.now.linkUp = true;
         const nc = parts.link.connection;
@@ -212,63 +212,27 @@ function applyWorker(parts: DaemonParts) {
     // What an earlier apply left stands no longer: this one may end before its second look.
     parts.now.unitsLeft = undefined;
     const started = clock.monotonic();
-    const output = await parts.store
-      .run(input.kind === 'refusals' ? 'refusal' : 'apply', async (s) => {
+    let output: WorkerOutput | undefined;
+    try {
+      // The store held under the lock for the whole of this work, and let go however it ends.
+      const held = await parts.store.hold(input.kind === 'refusals' ? 'refusal' : 'apply');
+      try {
         markStep('locked');
+        const s = held.store;
         // How many resources the apply goes through: what the store holds, or the kept declaration, if more.
         parts.fitHeap(Math.max(parts.kept.resourcesKept(), Object.keys(s.state.records).length));
-        const out = await runWork({ config: () => parts.now.config, kept: parts.kept, env: parts.env, clock }, s, input);
-        if (input.kind !== 'refusals' && !out.paused) parts.metrics.applied(input.kind, s.state.lastOutcome?.outcome ?? 'converged', (clock.monotonic() - started) / 1000);
-        return out;
-      })
-      .catch((err: Error) => {
-        log.error({ err, work: input.kind }, 'the worker could not run');
-        throw err;
-      });
+        output = await runWork({ config: () => parts.now.config, kept: parts.kept, env: parts.env, clock }, s, input);
+        if (input.kind !== 'refusals' && !output.paused) parts.metrics.applied(input.kind, s.state.lastOutcome?.outcome ?? 'converged', (clock.monotonic() - started) / 1000);
+      } finally {
+        held.release(output !== undefined);
+      }
+    } catch (err) {
+      log.error({ err, work: input.kind }, 'the worker could not run');
+      throw err;
+    }
     markStep('unlocked');
     await parts.metrics.written();
     markStep('done');
     return output;
-  });
-}
-
-/** How long after an acknowledged report's removal the outbox is flushed, unless the next report's write did it first. */
-const REMOVAL_FLUSH_MS = 1000;
-
-/**
- * A removal's flush a moment later, one at a time (back-to-back reports make it durable with their own
- * writes), or at once when the host ends, so that no timer holds its exit.
- */
-function removalFlush(parts: DaemonParts): { soon(): void; now(): Promise<void> } {
-  const { clock, log } = parts.options;
-  let cancel: (() => void) | undefined;
-  const flush = () => parts.outbox.flush().catch((err: Error) => log.warn({ err: err.message }, 'the outbox could not be flushed: a report acknowledged just now may be sent again after a power cut'));
-  return {
-    soon() {
-      cancel ??= clock.after(REMOVAL_FLUSH_MS, () => {
-        cancel = undefined;
-        void flush();
-      });
-    },
-    async now() {
-      cancel?.();
-      cancel = undefined;
-      await flush();
-    },
-  };
-}
-
-function reportSender(parts: DaemonParts, flushSoon: () => void) {
-  return fromPromise<void, ReportRef>(async ({ input }) => {
-    const { log } = parts.options;
-    markStep('sending');
-    // Fitted under the server's limit (less room for the subject and headers); gone means folded into
-    // a later one, or acknowledged already.
-    const published = await parts.link.publish(input.sequence, (limit) => parts.outbox.message(input.sequence, limit - REPORT_HEADROOM));
-    if (!published.sent) return void log.debug({ report: input.sequence }, 'link: report folded into a later one; nothing to send');
-    await parts.outbox.remove(input.sequence);
-    flushSoon();
-    markStep('removed');
-    log.debug({ report: input.sequence, duplicate: published.duplicate, bytes: published.bytes }, 'link: report acknowledged');
   });
 }

@@ -60,17 +60,25 @@ export class DaemonLink {
     return () => cancel();
   }
 
-  /** Publishes one report, made by `fit` for the server's limit, and waits for the stream's acknowledgement; nothing to send when fit has nothing. */
-  async publish(sequence: number, fit: (limit: number) => Buffer | undefined): Promise<{ sent: false } | { sent: true; duplicate: boolean; bytes: number }> {
-    const session = this.session;
-    if (!session?.connected) throw new Error('the link is not connected');
-    const bytes = fit(session.maxPayload ?? Infinity);
-    if (!bytes) return { sent: false };
+  /** The largest message the connected server takes, what a report is fitted under; throws when the link is down. */
+  limit(): number {
+    return this.connected().maxPayload ?? Infinity;
+  }
+
+  /** Publishes one report's bytes and waits for the stream's acknowledgement. */
+  async publish(sequence: number, bytes: Buffer): Promise<{ duplicate: boolean }> {
+    const session = this.connected();
     const { duplicate } = await session.publishReport(sequence, bytes);
     // A beat right after each report: the fleet reads what the host applied from the beat, which then
     // knows of this report (a refusal's report carries no applied declaration of its own).
     session.beatNow();
-    return { sent: true, duplicate, bytes: bytes.length };
+    return { duplicate };
+  }
+
+  private connected(): LinkSession {
+    const session = this.session;
+    if (!session?.connected) throw new Error('the link is not connected');
+    return session;
   }
 
   /** A heartbeat now, besides the timer's (the pause changed): nothing when the link is down. */

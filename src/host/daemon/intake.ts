@@ -1,4 +1,4 @@
-import type { Delivery, Refused } from '../../../machines/lifecycle.js';
+import type { LifecycleEvent } from '../../../machines/lifecycle.js';
 import type { HostConfig } from '../../core/config/config.js';
 import { receiveDeclaration, type Received } from '../../core/declaration/load.js';
 import { markOf } from '../../core/declaration/order.js';
@@ -15,17 +15,17 @@ export interface IntakeDeps {
   rule: () => SignerRule | undefined;
   /** Reads the mesh's newer trust root versions, if any, and follows them. */
   catchUpTrust: () => Promise<void>;
-  /** Where a verified delivery's bytes and parse wait for the lifecycle's decision (the kept declaration's keeper). */
-  remember(received: Received): void;
-  /** A value that cannot be a declaration for this host: handed to the lifecycle, which has the worker report it. */
-  refuse(refused: Refused): void;
-  /** A checked declaration's mark, handed to the lifecycle to order, keep and enqueue. */
-  deliver(delivery: Delivery): void;
+  /**
+   * The running lifecycle, told each delivery as DELIVERY (its mark and its checked declaration, to order,
+   * keep and enqueue) or REFUSED (a value that cannot be a declaration for this host, which the worker
+   * reports); undefined before it runs.
+   */
+  lifecycle(): { send(event: LifecycleEvent): void } | undefined;
 }
 
 /**
  * Delivery intake: each value of this node's key is checked (signature first, then the vocabulary and
- * the node) one at a time, in the order the link brought them, remembered, and its mark handed on.
+ * the node) one at a time, in the order the link brought them, and handed to the lifecycle with its mark.
  * Whether it is newer than what the host holds, and so kept and applied, is the lifecycle's decision,
  * not the intake's; the intake reports nothing itself.
  */
@@ -34,45 +34,39 @@ export class DeliveryIntake {
 
   constructor(private readonly deps: IntakeDeps) {}
 
-  take(value: DeclarationValue): void {
+  /** The link's handler of a value, handed to it as it is: a delivery goes from the link to here, and no closure between. */
+  readonly take = (value: DeclarationValue): void => {
     this.chain = this.chain.then(() => this.check(value)).catch((err: Error) => this.deps.log.error({ err }, 'link: a delivery could not be handled'));
-  }
-
-  private async check({ bytes, revision }: DeclarationValue): Promise<void> {
-    const config = this.deps.config();
-    const source = `the delivery (revision ${revision})`;
-    let received: Received;
-    try {
-      received = await this.verify(bytes, source, config.node);
-    } catch (err) {
-      if (!(err instanceof HostError) || err.kind === undefined) throw err;
-      return this.deps.refuse({ kind: err.kind, message: [err.message, ...err.details].join('; ') });
-    }
-    markStep('verified');
-    this.deps.remember(received);
-    this.deps.deliver({ ...markOf(received.declaration, received.digest), revision });
-  }
+  };
 
   /**
    * Checked against the trust root held. A delivery its signatures do not satisfy may be signed by the
    * keys of a newer version the host has not read yet (the rotation, then the send): the host reads the
-   * mesh's trust root and checks once more before refusing.
+   * mesh's trust root and checks once more before refusing. A refusal of a kind is handed on as data.
    */
-  private async verify(bytes: Uint8Array, source: string, node: string): Promise<Received> {
-    const check = () => {
+  private async check({ bytes, revision }: DeclarationValue): Promise<void> {
+    const source = `the delivery (revision ${revision})`;
+    const node = this.deps.config().node;
+    const receive = async () => {
       const rule = this.deps.rule();
       // Without a pinned key nothing the link brings can be trusted: refused before it is read.
       if (!rule) throw refused(`${source}: no control-plane key is pinned; refused`, [], 'forged');
       return receiveDeclaration(Buffer.from(bytes), { source, node, requireSignature: true, rule });
     };
+    let received: Received;
     try {
-      return await check();
+      received = await receive().catch(async (err: unknown) => {
+        if (!(err instanceof HostError) || !['forged', 'retired', 'unapproved'].includes(err.kind ?? '')) throw err;
+        const before = this.deps.rule()?.version;
+        await this.deps.catchUpTrust();
+        if (this.deps.rule()?.version === before) throw err;
+        return receive();
+      });
     } catch (err) {
-      if (!(err instanceof HostError) || !['forged', 'retired', 'unapproved'].includes(err.kind ?? '')) throw err;
-      const before = this.deps.rule()?.version;
-      await this.deps.catchUpTrust();
-      if (this.deps.rule()?.version === before) throw err;
-      return check();
+      if (!(err instanceof HostError) || err.kind === undefined) throw err;
+      return this.deps.lifecycle()?.send({ type: 'REFUSED', refused: { kind: err.kind, message: [err.message, ...err.details].join('; ') } });
     }
+    markStep('verified');
+    this.deps.lifecycle()?.send({ type: 'DELIVERY', delivery: { ...markOf(received.declaration, received.digest), revision, checked: received } });
   }
 }

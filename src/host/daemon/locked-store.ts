@@ -2,8 +2,7 @@ import type { Store } from '../../core/store/store.js';
 import type { StoreState } from '../../core/store/state.js';
 import type { Logger } from '../../core/system/log.js';
 import { openStore, settleOpened } from '../../engine/apply/open-store.js';
-import { LOCK_HOLDERS_FILES } from '../env/open-host.js';
-import { withLockedStore } from '../env/open-host.js';
+import { LOCK_HOLDERS_FILES, takeLock } from '../env/open-host.js';
 import { savedHeadKey, StorePeek, type SavedHead } from '../../core/store/peek.js';
 
 /** How long the daemon waits for a command run by hand to let go of the lock. */
@@ -13,6 +12,13 @@ const DAEMON_LOCK_TIMEOUT_MS = 120_000;
 interface Left {
   head: string;
   store: Store;
+}
+
+/** The store under the lock, held by one run of this daemon until it lets go. */
+export interface HeldStore {
+  store: Store;
+  /** Lets go of the lock, and of this run's turn; `ended`: the run ended as it meant to, so its store may serve the next. */
+  release(ended: boolean): void;
 }
 
 /** The store as saved, read without the lock: its head, and when asked its whole state. */
@@ -42,7 +48,17 @@ export class LockedStore {
   }
 
   run<T>(what: string, fn: (store: Store) => Promise<T>): Promise<T> {
-    return this.inTurn(() => this.runLocked(what, fn));
+    return this.hold(what).then((held) => this.within(held, fn));
+  }
+
+  /**
+   * The store held under the lock, in this process's turn, until the holder releases it (the worker:
+   * it runs its work with the store itself, and lets go however the work ended).
+   */
+  async hold(what: string): Promise<HeldStore> {
+    const turn = this.nextTurn();
+    await turn.ready;
+    return this.locked(what, turn.end);
   }
 
   /**
@@ -51,38 +67,69 @@ export class LockedStore {
    * not even the lock file. When a command run by hand saved since, it opens the store under the lock
    * as a run does.
    */
-  plan<T>(fn: (store: Store) => Promise<T>): Promise<T> {
-    return this.inTurn(() => {
-      const left = this.left;
-      if (left && !this.quiesced && savedHeadKey(this.stateDir) === left.head && left.store.settled()) return fn(left.store);
-      return this.runLocked('plan', fn);
-    });
-  }
-
-  private inTurn<T>(task: () => Promise<T>): Promise<T> {
-    const turn = this.queue.then(task, task);
-    this.queue = turn.catch(() => {});
-    return turn;
-  }
-
-  private async runLocked<T>(what: string, fn: (store: Store) => Promise<T>): Promise<T> {
-    if (this.quiesced) throw new Error('the host is ending: no apply or save may start');
+  async plan<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+    const turn = this.nextTurn();
+    await turn.ready;
     const left = this.left;
-    this.left = undefined;
-    const run = async (store: Store) => {
+    if (!left || this.quiesced || savedHeadKey(this.stateDir) !== left.head || !left.store.settled()) return this.within(await this.locked('plan', turn.end), fn);
+    try {
+      return await fn(left.store);
+    } finally {
+      turn.end();
+    }
+  }
+
+  /** Runs and plans one after another in this process: a turn is ready once the one before it ended. */
+  private nextTurn(): { ready: Promise<unknown>; end: () => void } {
+    let end!: () => void;
+    const ready = this.queue;
+    this.queue = new Promise<void>((resolve) => (end = resolve));
+    return { ready, end };
+  }
+
+  /** fn with the store held, let go however fn ends. */
+  private async within<T>(held: HeldStore, fn: (store: Store) => Promise<T>): Promise<T> {
+    let ended = false;
+    try {
+      const out = await fn(held.store);
+      ended = true;
+      return out;
+    } finally {
+      held.release(ended);
+    }
+  }
+
+  /** In this run's turn: the lock taken and the store opened; on a failure the turn ends with it. */
+  private async locked(what: string, endTurn: () => void): Promise<HeldStore> {
+    try {
+      if (this.quiesced) throw new Error('the host is ending: no apply or save may start');
+      const left = this.left;
+      this.left = undefined;
+      this.running = true;
+      const unlock = await takeLock(this.stateDir, this.log, { command: `mesh-host run (${what})`, timeoutMs: DAEMON_LOCK_TIMEOUT_MS });
+      const store = await this.open(left).catch((err: unknown) => {
+        unlock();
+        throw err;
+      });
       this.current = store;
       if (this.quiesced) store.quiesce();
-      const out = await fn(store);
-      const head = savedHeadKey(this.stateDir);
-      if (head !== undefined) this.left = { head, store };
-      return out;
-    };
-    this.running = true;
-    try {
-      return await withLockedStore(this.stateDir, this.log, { command: `mesh-host run (${what})`, timeoutMs: DAEMON_LOCK_TIMEOUT_MS }, run, () => this.open(left));
-    } finally {
+      // Let go once: a second release must not remove a lock another process has taken since.
+      let held = true;
+      return { store, release: (ended) => void (held && ((held = false), this.release(store, ended, unlock, endTurn))) };
+    } catch (err) {
       this.running = false;
+      endTurn();
+      throw err;
     }
+  }
+
+  /** A run ended: the store it leaves serves the next while the head on disk is its save; the lock, then the turn, let go. */
+  private release(store: Store, ended: boolean, unlock: () => void, endTurn: () => void): void {
+    const head = ended ? savedHeadKey(this.stateDir) : undefined;
+    if (head !== undefined) this.left = { head, store };
+    unlock();
+    this.running = false;
+    endTurn();
   }
 
   /**

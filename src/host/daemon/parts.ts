@@ -107,9 +107,7 @@ export async function daemonParts(options: DaemonOptions): Promise<DaemonParts> 
     log,
     rule: () => trust.rule(),
     catchUpTrust: () => trustFollow.catchUp('a delivery the held version does not accept'),
-    remember: (received) => kept.remember(received),
-    refuse: (refused) => lifecycle.send({ type: 'REFUSED', refused }),
-    deliver: (delivery) => lifecycle.send({ type: 'DELIVERY', delivery }),
+    lifecycle: () => actor,
   });
   return {
     options, now, store, kept, outbox, link, intake, trust, trustFollow, metrics, links, fitHeap: heapFitter(), lifecycle, status,

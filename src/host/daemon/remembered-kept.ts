@@ -10,10 +10,18 @@ type Trust = Pick<HostConfig, 'publicKey' | 'node'>;
 const keyOf = (bytes: Uint8Array, config: Trust) => `${config.publicKey}|${config.node}|${createHash('sha256').update(bytes).digest('hex')}`;
 
 /**
- * The kept declaration as the daemon holds it, the one place its parsed declaration lives. The intake
- * remembers each delivery it verified here; the lifecycle decides whether it is kept (keepDelivered
- * writes those very bytes durably); the worker then opens the kept declaration, for a delivery and a
- * reconcile alike. Opening reads the bytes and takes their digest every time (the file could have been
+ * The declaration a delivery carries as the intake checked it (src/host/daemon/intake.ts). The machine
+ * holds it opaque (it orders by the mark); only the intake puts one there, so what is read back is what it made.
+ */
+export function checkedOf(delivery: Delivery): Received | undefined {
+  return delivery.checked as Received | undefined;
+}
+
+/**
+ * The kept declaration as the daemon holds it, the one place its parsed declaration lives. The lifecycle
+ * decides whether a delivery is kept (keepDelivered writes the bytes the intake checked durably); the
+ * worker applies a delivery as the intake checked it, and opens the kept declaration for a reconcile.
+ * Opening reads the bytes and takes their digest every time (the file could have been
  * changed since it was kept), but bytes already opened under the same pinned key and node are not
  * checked and parsed again: a 10,000-file declaration's signature check, parse and validation hold the
  * event loop a few hundred milliseconds on a loaded machine.
@@ -21,27 +29,20 @@ const keyOf = (bytes: Uint8Array, config: Trust) => `${config.publicKey}|${confi
 export class RememberedKept extends KeptDeclaration {
   /** The kept declaration as last opened (or kept). */
   private opened: { key: string; received: Received } | undefined;
-  /** The newest delivery the intake verified, not yet kept (the lifecycle may refuse it). */
-  private delivered: Received | undefined;
   /** A kept delivery whose bytes are not yet known on disk (being written, or a write that failed); keeps are written one after another. */
   private writing: { received: Received; revision: number } | undefined;
   private lastDurable: Promise<void> = Promise.resolve();
   private chain: Promise<void> = Promise.resolve();
 
-  /** A delivery the intake verified: its bytes and parse wait here for the lifecycle's decision. */
-  remember(received: Received): void {
-    this.delivered = received;
-  }
-
   /**
-   * The lifecycle kept this delivery: the bytes the intake verified are written as the kept declaration,
-   * off the event loop, while the worker takes the lock and plans; durable() is what the apply waits for
-   * before it touches the machine. Until the write ends, the kept declaration is these bytes.
+   * The lifecycle kept this delivery: the bytes the intake verified (the delivery carries them, checked)
+   * are written as the kept declaration, off the event loop, while the worker takes the lock and plans;
+   * durable() is what the apply waits for before it touches the machine. Until the write ends, the kept
+   * declaration is these bytes.
    */
   keepDelivered(delivery: Delivery, config: Trust): Received {
-    const received = this.delivered;
-    if (received === undefined || received.digest !== delivery.digest) throw new Error(`the delivery ${delivery.digest} to keep is not the one the intake verified last`);
-    this.delivered = undefined;
+    const received = checkedOf(delivery);
+    if (received === undefined || received.digest !== delivery.digest) throw new Error(`the delivery ${delivery.digest} to keep does not carry the declaration the intake checked`);
     this.writing = { received, revision: delivery.revision ?? 0 };
     void this.write(received, delivery.revision ?? 0).catch(() => undefined);
     if (config.publicKey) this.opened = { key: keyOf(received.bytes, config), received };

@@ -4,11 +4,12 @@ import type { Clock } from '../../core/system/clock.js';
 import { applyDeclaration, reportRefusal, type HostEnv } from '../../engine/apply/apply.js';
 import type { HostConfig } from '../../core/config/config.js';
 import { markOf } from '../../core/declaration/order.js';
-import { reconcileSource, type KeptDeclaration } from '../env/kept-declaration.js';
+import { reconcileSource, type KeptDeclaration, type ReconcileSource } from '../env/kept-declaration.js';
 import type { Store } from '../../core/store/store.js';
 import { HostError } from '../../core/system/errors.js';
 import { markStep } from '../../core/system/trace.js';
 import { deferredLocks } from './lock-watch.js';
+import { checkedOf } from './remembered-kept.js';
 
 export interface WorkerDeps {
   config: () => HostConfig;
@@ -31,9 +32,9 @@ function outputOf(store: Store): WorkerOutput {
 
 /**
  * The worker, the one writer: with the store it is given (opened under the lock), it reports the
- * refusals the lifecycle decided, or applies the kept declaration through the one apply path, for a
- * delivery (kept when the lifecycle took it) and a reconcile alike, read now, when the worker starts,
- * never a copy taken earlier. The lifecycle ordered what it applies: the gate does not order it again.
+ * refusals the lifecycle decided, or applies through the one apply path a delivery as the intake checked
+ * it (kept when the lifecycle took it), or for a reconcile the kept declaration, read now, when the
+ * worker starts. The lifecycle ordered what it applies: the gate does not order it again.
  */
 export async function runWork(deps: WorkerDeps, store: Store, work: Work): Promise<WorkerOutput> {
   const env = deps.env(store);
@@ -47,9 +48,11 @@ export async function runWork(deps: WorkerDeps, store: Store, work: Work): Promi
   // A pause that ended by itself goes with this apply's save.
   if (store.state.pause) store.updateHead((s) => delete s.pause);
   const trigger = work.kind === 'delivery' ? 'delivery' : 'reconcile';
-  let source: Awaited<ReturnType<typeof reconcileSource>>;
+  let source: ReconcileSource;
   try {
-    source = await reconcileSource({ config: deps.config(), store, kept: deps.kept });
+    // A delivery is applied as the intake checked it (the lifecycle kept those very bytes); a reconcile opens the kept declaration.
+    const checked = work.kind === 'delivery' ? checkedOf(work.delivery) : undefined;
+    source = checked ? { received: checked, said: [], mayChangeMode: true } : await reconcileSource({ config: deps.config(), store, kept: deps.kept });
   } catch (err) {
     // A kept declaration changed on disk, or carried bytes genesis did not apply: refused, and said.
     if (!(err instanceof HostError) || err.kind === undefined) throw err;

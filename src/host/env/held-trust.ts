@@ -24,6 +24,8 @@ export type Followed = { ok: true; version: number } | { ok: false; reason: stri
 export class HeldTrust {
   private chain: TrustRoot[] = [];
   private records: TrustRecord[] = [];
+  /** The rule of the chain held, made when first asked after the chain changed. */
+  private made: { chain: readonly TrustRoot[]; rule: SignerRule } | undefined;
   readonly path: string;
 
   constructor(stateDir: string, private pinnedKey?: string) {
@@ -75,7 +77,10 @@ export class HeldTrust {
 
   /** What a new declaration must be signed by: the newest version's control keys. */
   rule(): SignerRule | undefined {
-    return this.chain.length > 0 ? signerRule(this.chain) : undefined;
+    if (this.chain.length === 0) return undefined;
+    // Made once for each chain held (its keys decoded with it), not again for every delivery.
+    if (this.made?.chain !== this.chain) this.made = { chain: this.chain, rule: signerRule(this.chain) };
+    return this.made.rule;
   }
 
   /**

@@ -40,6 +40,16 @@ export async function withLockedStore<T>(
   fn: (store: Store) => Promise<T>,
   open: () => Promise<Store> = () => openStore(stateDir, log, LOCK_HOLDERS_FILES),
 ): Promise<T> {
+  const release = await takeLock(stateDir, log, lock);
+  try {
+    return await fn(await open());
+  } finally {
+    release();
+  }
+}
+
+/** The store's lock taken (the state directory made first); the function returned lets go of it. */
+export async function takeLock(stateDir: string, log: Logger, lock: { command: string; timeoutMs: number }): Promise<() => void> {
   // The lock lives in the state directory: a machine never enrolled has none yet (a daemon given a bundle).
   let held: Awaited<ReturnType<typeof acquireLock>>;
   try {
@@ -48,11 +58,7 @@ export async function withLockedStore<T>(
   } catch (err) {
     throw stateDirFault(stateDir, err) ?? err;
   }
-  try {
-    return await fn(await open());
-  } finally {
-    releaseLock(held, stateDir, log);
-  }
+  return () => releaseLock(held, stateDir, log);
 }
 
 /**
