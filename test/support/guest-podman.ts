@@ -9,7 +9,7 @@ import type { GuestVariant } from './guest.js';
  * The guest with Debian's podman in it (bookworm's 4.3, crun, conmon, and the network stack and image
  * libraries its packages depend on), for a container's power cut. Built only by what needs it.
  */
-export const PODMAN_GUEST: GuestVariant = { name: 'podman', packages: ['podman', 'crun', 'conmon'] };
+export const PODMAN_GUEST: GuestVariant = { name: 'podman', packages: ['podman', 'crun', 'conmon'], modules: ['overlay'] };
 
 /** Where the guest's podman serves its API: the second of the sockets the host tries, so no configuration names it. */
 export const PODMAN_SOCKET = '/run/podman/podman.sock';
@@ -17,7 +17,9 @@ export const PODMAN_SOCKET = '/run/podman/podman.sock';
 /**
  * A rootful podman with no systemd: groups made by hand in the cgroup2 the init mounts, events in a file,
  * and its store on the data disk (the system is read-only, and a cut must find podman's own records where
- * it finds the host's). vfs: no overlay module to load, and a busybox layer is small enough to copy whole.
+ * it finds the host's). overlay, as a real host's podman has it: with vfs, which copies the image into each
+ * container and syncs none of it, a cut within the minute after a replacement lost the new container's
+ * /bin/sh (`Exec format error` at its next start), a loss overlay has not got (a container's files are the image's, read through).
  * Containers get a network namespace with its loopback alone: Docker's API (what the host speaks) asks
  * for the default network, which podman 4.3 makes a bridge (a module, a veth pair and iptables rules
  * the guest has not got) whatever `netns` says; its default network here is one of the loopback plugin only.
@@ -34,7 +36,7 @@ const CONTAINERS_CONF = [
   'image_copy_tmp_dir = "/data/containers/tmp"',
   '',
 ].join('\n');
-const STORAGE_CONF = ['[storage]', 'driver = "vfs"', 'graphroot = "/data/containers/storage"', 'runroot = "/run/containers/storage"', ''].join('\n');
+const STORAGE_CONF = ['[storage]', 'driver = "overlay"', 'graphroot = "/data/containers/storage"', 'runroot = "/run/containers/storage"', ''].join('\n');
 
 /** The shell lines that make podman's configuration the boot's own (the system's /etc is read-only). */
 export const PODMAN_ENV = [

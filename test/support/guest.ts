@@ -92,7 +92,12 @@ export interface GuestVariant {
   name: string;
   /** Installed beside the base system's iproute2 and busybox-static, with what they depend on. */
   packages: string[];
+  /** Loaded by the initramfs after the base system's (the root holds no modules). */
+  modules?: string[];
 }
+
+/** The modules the initramfs loads: the base system's, then a variant's. */
+const modulesOf = (variant?: GuestVariant) => [...MODULES, ...(variant?.modules ?? [])];
 
 /** mmdebstrap's arguments: the base system's, with a variant's packages included. */
 function mmdebstrapArgs(variant?: GuestVariant): string[] {
@@ -220,7 +225,7 @@ function makeSystem(making: string, variant?: GuestVariant): void {
   if (!vmlinuz) throw new Error(`the guest's kernel package holds no vmlinuz: ${debs[0]}`);
   writeFileSync(join(making, 'vmlinux'), unpackedKernel(join(kernelTree, 'boot', vmlinuz)));
   const byName = modulesByName(join(kernelTree, 'lib/modules'));
-  initramfs(join(making, 'initrd.img'), join(tree, 'bin/busybox'), moduleOrder(MODULES, byName).map((name) => ({ name, file: byName.get(name)! })));
+  initramfs(join(making, 'initrd.img'), join(tree, 'bin/busybox'), moduleOrder(modulesOf(variant), byName).map((name) => ({ name, file: byName.get(name)! })));
   rmSync(kernelTree, { recursive: true, force: true });
   writeFileSync(join(tree, 'sbin/mesh-guest-init'), STUB, { mode: 0o755 });
   for (const dir of ['data', 'opt/mesh']) mkdirSync(join(tree, dir), { recursive: true });
