@@ -30,7 +30,7 @@ const KINDS = ['lost', 'leaked', 'doubled'];
 function podmanSentence(f: PodmanFigures | undefined): string {
   const guest = "The container replacement runs in a variant of the guest with Debian's podman 4.3 (crun, conmon; rootful with no systemd: cgroupfs, events in a file, overlay storage on the data disk, a default network of the loopback alone) and a busybox image made on this machine, loaded once";
   if (!f) return `${guest}.`;
-  return `${guest}: podman's API answers ${f.engine.toFixed(1)} s after QEMU starts (${f.engineInGuest.toFixed(1)} s after the service does), \`mesh-host apply\` of a first container takes ${f.create.toFixed(1)} s, its replacement (the spec changed) ${f.replace.toFixed(1)} s, an apply with nothing to do ${f.noop.toFixed(1)} s.`;
+  return `${guest}: podman's API answers ${f.engine.toFixed(1)} s after QEMU starts (${f.engineInGuest.toFixed(1)} s after the service is started, by the guest's clock, the start of the node that asks included), \`mesh-host apply\` of a first container takes ${f.create.toFixed(1)} s, its replacement (the spec changed) ${f.replace.toFixed(1)} s, an apply with nothing to do ${f.noop.toFixed(1)} s.`;
 }
 
 /**
