@@ -25,9 +25,8 @@ const EVENTS = '/run/libpod/events/events.log';
 /** Says `MESH-GUEST:containers-STEP` (the engine's containers and the store's records) and `MESH-GUEST:storage-only-STEP` (ids in podman's storage that podman has no container of). */
 const containersCheck = (step: string) => [
   `/opt/mesh/node /opt/mesh/check.mjs containers ${PODMAN_SOCKET} /data/state | sed 's/^MESH-GUEST:containers/MESH-GUEST:containers-${step}/'`,
-  `podman ps -a -q --no-trunc | sort >/run/known`,
-  `podman ps -a -q --no-trunc --external | sort >/run/stored`,
-  `echo "MESH-GUEST:storage-only-${step} $(comm -13 /run/known /run/stored | tr '\\n' ' ')"`,
+  // Said only when both listings were made: a podman that cannot list says nothing here.
+  `podman ps -a -q --no-trunc >/run/known && podman ps -a -q --no-trunc --external >/run/stored && echo "MESH-GUEST:storage-only-${step} $(sort /run/known >/run/known.s; sort /run/stored | comm -13 /run/known.s - | tr '\\n' ' ')"`,
 ];
 
 /** What the engine held at `step`, against the store: each departure from one container, recorded, is a finding. */
@@ -47,8 +46,9 @@ function readContainers(guest: GuestBoot, step: string, settled: boolean, proble
   // Before the next apply, a container the host made and had not recorded yet is its own by its labels.
   if (one && record && one.id !== record.id && settled) finding(problems, found, 'failed', `at ${step}: the store records ${record.id.slice(0, 12)}, the engine has ${one.id.slice(0, 12)}`);
   if (one && settled && (one.state !== 'running' || one.spec !== record?.spec)) finding(problems, found, 'failed', `at ${step}: the container is ${one.state}, its spec ${one.spec === record?.spec ? 'the recorded one' : 'not the recorded one'}`);
-  const storageOnly = (guest.marked(`storage-only-${step}`)[0] ?? '').trim();
-  if (storageOnly) finding(problems, found, 'leaked', `at ${step}: in podman's storage with no container: ${storageOnly}`);
+  const storageOnly = guest.marked(`storage-only-${step}`)[0];
+  if (storageOnly === undefined) finding(problems, found, 'no answer', `at ${step}: podman's containers and its storage's could not be listed`);
+  else if (storageOnly.trim()) finding(problems, found, 'leaked', `at ${step}: in podman's storage with no container: ${storageOnly.trim()}`);
 }
 
 /** The boot after the cut: what the cut left read first, then the next apply and what it left. */
