@@ -5,6 +5,7 @@ import { bootArchive, bootGuest } from '../test/support/guest.js';
 import { freshData, powerCutBench, powerCutScenarios, type CutResult, type PowerCutBench } from '../test/support/guest-cuts.js';
 import { median } from './stats.js';
 import { projectDir } from '../test/support/cli.js';
+import { podmanFigures, type PodmanFigures } from './powercut-podman.js';
 
 /** Seconds from QEMU's start to the guest's init running its first line, and to a clean power-off of an empty boot. */
 async function bootTimes(bench: PowerCutBench, runs: number): Promise<{ up: number[]; off: number[] }> {
@@ -25,6 +26,13 @@ async function bootTimes(bench: PowerCutBench, runs: number): Promise<{ up: numb
 
 const KINDS = ['lost', 'leaked', 'doubled'];
 
+/** The container scenario's guest said, with what one boot of it measured when the scenario ran. */
+function podmanSentence(f: PodmanFigures | undefined): string {
+  const guest = "The container replacement runs in a variant of the guest with Debian's podman 4.3 (crun, conmon; rootful with no systemd: cgroupfs, events in a file, overlay storage on the data disk, a default network of the loopback alone) and a busybox image made on this machine, loaded once";
+  if (!f) return `${guest}.`;
+  return `${guest}: podman's API answers ${f.engine.toFixed(1)} s after QEMU starts (${f.engineInGuest.toFixed(1)} s after the service is started, by the guest's clock, the start of the node that asks included), \`mesh-host apply\` of a first container takes ${f.create.toFixed(1)} s, its replacement (the spec changed) ${f.replace.toFixed(1)} s, an apply with nothing to do ${f.noop.toFixed(1)} s.`;
+}
+
 /**
  * Power cuts in a real guest kernel (test/support/guest-cuts.ts): each scenario's work run once whole (its
  * length), then cut `cuts` times at a random instant inside that length, each cut followed by a boot
@@ -39,9 +47,11 @@ export async function benchPowerCut(cuts: number, only?: string[]): Promise<stri
     const rows: string[] = [];
     const notes: string[] = [];
     let times: { up: number[]; off: number[] } | undefined;
+    let podman: PodmanFigures | undefined;
     for (const scenario of powerCutScenarios()) {
       if (only && !only.includes(scenario.name)) continue;
       times ??= await bootTimes(bench, 2);
+      if (scenario.name === 'container-replacement') podman = await podmanFigures(bench.dir, bench.cache).catch((err: Error) => void console.error(`powercut: the podman guest's figures: ${err.message}`));
       let prepared: string;
       let whole: Awaited<ReturnType<typeof scenario.cut>>;
       try {
@@ -86,6 +96,7 @@ export async function benchPowerCut(cuts: number, only?: string[]): Promise<stri
       "/dev/kvm is PVM, under which a Debian kernel never leaves its decompressor. The host's data disk is ext4 mounted with",
       '`commit=60`, `vm.dirty_expire_centisecs` 6000: a minute of writes not synced is lost by a cut. A cut is `kill -9` of QEMU at a',
       "random instant inside the scenario's work (its length measured by one whole run first); the guest then boots again and checks.",
+      podmanSentence(podman),
       '',
       times ? `Boot of the guest to its init's first line: ${median(times.up).toFixed(1)} s median of ${times.up.length} (an empty boot to its own power-off: ${median(times.off).toFixed(1)} s), on 2 cores shared with other work.` : '',
       '',

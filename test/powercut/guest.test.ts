@@ -29,6 +29,12 @@ const EARLY_MS = 1500;
 const FILES = 300;
 /** How many cuts a scenario may take to land one inside its work. */
 const CUT_TRIES = 3;
+/**
+ * The container replacement is the benchmark's alone: a cut in the minute after podman writes a
+ * container loses what podman's own storage did not sync (its overlay's links), and podman then answers
+ * no listing at all, whatever the host did; a test of it would fail on the engine, not on the host.
+ */
+const BENCH_ONLY = ['container-replacement'];
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)('power cuts in a real guest kernel', () => {
   let dir: string;
@@ -43,7 +49,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)('power cuts in a r
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  for (const scenario of powerCutScenarios(FILES)) {
+  for (const scenario of powerCutScenarios(FILES).filter((s) => !BENCH_ONLY.includes(s.name))) {
     it(`${scenario.name}: a cut inside the work leaves nothing lost, leaked or doubled, and the next delivery converges`, async () => {
       const prepared = await scenario.prepare(bench);
       // On a quiet machine the emulator may finish a scenario's writing before a late instant: the cut

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { peekState } from '../../src/core/store/store.js';
 import { OUTBOX_DIR } from '../../src/engine/report/outbox.js';
 import { leaks } from './leaks.js';
+import { engineContainers, engineUp } from './guest-engine.js';
 
 /**
  * Run inside the guest (by the node on the tools disk, bundled into one file by the harness); each
@@ -15,6 +16,9 @@ import { leaks } from './leaks.js';
  *   settled STATE_DIR SEQUENCE SECS   waits (reading the store without its lock, beside a running
  *                                     daemon) until the declaration SEQUENCE is the last applied and
  *                                     the outbox is empty: every report made has been acknowledged
+ *   engine SOCKET SECS                waits until a container engine answers on SOCKET: the seconds
+ *   containers SOCKET STATE_DIR       every container the engine has against those the store records
+ *                                     (see guest-engine.ts)
  */
 const [command, ...args] = process.argv.slice(2);
 
@@ -51,6 +55,12 @@ if (command === 'leaks') {
 } else if (command === 'settled') {
   const [stateDir, sequence, seconds] = args;
   process.stdout.write(`MESH-GUEST:settled ${await settled(stateDir!, Number(sequence), Number(seconds))}\n`);
+} else if (command === 'engine') {
+  process.stdout.write(`MESH-GUEST:engine ${await engineUp(args[0]!, Number(args[1]))}\n`);
+} else if (command === 'containers') {
+  // An engine that cannot list is an answer too (podman after a cut may be one): said, not thrown.
+  const seen = await engineContainers(args[0]!, args[1]!).catch((err: Error) => ({ error: err.message.slice(0, 500) }));
+  process.stdout.write(`MESH-GUEST:containers ${JSON.stringify(seen)}\n`);
 } else {
-  throw new Error(`guest-check: leaks ROOT STATE_DIR FOUND_JSON, or settled STATE_DIR SEQUENCE SECONDS (not ${command})`);
+  throw new Error(`guest-check: leaks, leaks-state, settled, engine or containers (not ${command})`);
 }

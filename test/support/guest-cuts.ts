@@ -10,6 +10,7 @@ import { NatsServer } from './nats.js';
 import { join } from 'node:path';
 import { bootArchive, bootGuest, bootToEnd, copyDisk, ext4Image, guestSystem, toolsDisk, type GuestBoot, type GuestSystem } from './guest.js';
 import { releaseBuild } from './releases.js';
+import { containerReplacement } from './guest-container-cut.js';
 
 /**
  * Power cuts in a real guest kernel (see guest.ts): a scenario prepares a data disk once, then for each
@@ -22,13 +23,15 @@ import { releaseBuild } from './releases.js';
 export const GUEST = { root: '/data/root', state: '/data/state', config: '/data/host.json', program: '/opt/mesh/mesh-host' };
 const FLAGS = `--root ${GUEST.root} --state-dir ${GUEST.state} --config ${GUEST.config}`;
 /** The shell lines every boot's script starts with. */
-const PRELUDE = ['set -u', `M=${GUEST.program}`, `F='${FLAGS}'`, 'cd /run/boot'];
+export const PRELUDE = ['set -u', `M=${GUEST.program}`, `F='${FLAGS}'`, 'cd /run/boot'];
 
 /** What the data disk's root holds before the host comes: what a leak check takes as found there. */
-const FOUND = ['/', '/srv'];
+export const FOUND = ['/', '/srv'];
 
 export interface PowerCutBench {
   dir: string;
+  /** Where guest systems are kept (a scenario of its own system makes it there). */
+  cache: string;
   system: GuestSystem;
   tools: string;
   /** The nats-servers the scenarios started (one a scenario that has a mesh), stopped by close(). */
@@ -45,7 +48,7 @@ export async function powerCutBench(dir: string, cache: string): Promise<PowerCu
   const system = guestSystem(cache);
   const tools = await toolsDisk(dir, { 'mesh-host': releaseBuild('0.1.0'), 'mesh-host-0.2.0': releaseBuild('0.2.0') });
   const servers: NatsServer[] = [];
-  return { dir, system, tools, servers, close: async () => void (await Promise.all(servers.splice(0).map((server) => server.stop()))) };
+  return { dir, cache, system, tools, servers, close: async () => void (await Promise.all(servers.splice(0).map((server) => server.stop()))) };
 }
 
 /** One cut's findings: every problem a check found (none is the target), and what happened. */
@@ -93,8 +96,8 @@ export function freshData(dir: string, name: string): string {
 }
 
 /** The lines of a script that say what a command ended with. */
-const marked = (marker: string, command: string) => [`${command} >/run/${marker}.out 2>&1`, `echo "MESH-GUEST:${marker} $?"`, `[ "$(cat /run/${marker}.out | wc -c)" -gt 0 ] && tail -c 600 /run/${marker}.out | sed 's/^/MESH-GUEST:said-${marker} /'`];
-const leakCheck = (marker: string) => `/opt/mesh/node /opt/mesh/check.mjs leaks ${GUEST.root} ${GUEST.state} /run/boot/found.json | sed 's/^MESH-GUEST:leaks/MESH-GUEST:${marker}/'`;
+export const marked = (marker: string, command: string) => [`${command} >/run/${marker}.out 2>&1`, `echo "MESH-GUEST:${marker} $?"`, `[ "$(cat /run/${marker}.out | wc -c)" -gt 0 ] && tail -c 600 /run/${marker}.out | sed 's/^/MESH-GUEST:said-${marker} /'`];
+export const leakCheck = (marker: string) => `/opt/mesh/node /opt/mesh/check.mjs leaks ${GUEST.root} ${GUEST.state} /run/boot/found.json | sed 's/^MESH-GUEST:leaks/MESH-GUEST:${marker}/'`;
 
 /**
  * After a cut: the next delivery (the work's own declaration again) converges, and then nothing is on
@@ -113,13 +116,13 @@ function recoveryScript(): string {
 }
 
 /** Counts a finding under its kind and keeps its words. */
-function finding(problems: string[], found: Record<string, number>, kind: string, words: string): void {
+export function finding(problems: string[], found: Record<string, number>, kind: string, words: string): void {
   found[kind] = (found[kind] ?? 0) + 1;
   problems.push(words);
 }
 
 /** The leak check's answer marked `leaks-<step>`: a path recorded and missing is lost, anything else leaked. */
-function readLeaks(guest: GuestBoot, step: string, problems: string[], found: Record<string, number>): void {
+export function readLeaks(guest: GuestBoot, step: string, problems: string[], found: Record<string, number>): void {
   const answer = guest.marked(`leaks-${step} `)[0];
   if (answer === undefined) return finding(problems, found, 'no answer', `after ${step}: the leak check said nothing`);
   for (const leak of JSON.parse(answer) as string[]) finding(problems, found, / missing$/.test(leak) ? 'lost' : 'leaked', `after ${step}: ${leak}`);
@@ -193,7 +196,7 @@ export function driftApply(files = SCENARIO_FILES): Scenario {
 
 /** Every scenario, in the page's order; `files` sizes the first converge and the drift. */
 export function powerCutScenarios(files = SCENARIO_FILES): Scenario[] {
-  return [firstConverge(files), driftApply(files), deliveryBurst(), selfUpdate()];
+  return [firstConverge(files), driftApply(files), deliveryBurst(), selfUpdate(), containerReplacement()];
 }
 
 const BURST = 20;

@@ -20,6 +20,9 @@ mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs -o mode=0755 tmpfs /run
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 mkdir -p /dev/shm && mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+# The unified cgroup hierarchy, where a container engine (podman with its cgroupfs manager: no systemd
+# here) makes each container's group.
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
 echo 1 >/proc/sys/kernel/sysrq
 # Dirty pages stay in memory for up to a minute (the kernel's default is 30 s, ext4's commit 5 s): the
 # window in which a power cut loses what was written and not synced.

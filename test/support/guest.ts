@@ -83,9 +83,35 @@ export function guestUnavailable(): string | undefined {
   return undefined;
 }
 
-export function guestSystemPath(cache: string): string {
-  const inputs = { FORMAT, MMDEBSTRAP, SOURCES, STUB, MODULES, RDINIT: RDINIT(MODULES) };
-  return join(cache, `${PREFIX}${createHash('sha256').update(JSON.stringify(inputs)).digest('hex').slice(0, 16)}`);
+/**
+ * A system with more of Debian's packages in it than the base one (podman and what it needs, say), made
+ * only by what asks for it: the base system's build and key are the same with or without variants.
+ */
+export interface GuestVariant {
+  /** Names its cache folder (mesh-host-NAME-guest-…), apart from the base system's. */
+  name: string;
+  /** Installed beside the base system's iproute2 and busybox-static, with what they depend on. */
+  packages: string[];
+  /** Loaded by the initramfs after the base system's (the root holds no modules). */
+  modules?: string[];
+}
+
+/** The modules the initramfs loads: the base system's, then a variant's. */
+const modulesOf = (variant?: GuestVariant) => [...MODULES, ...(variant?.modules ?? [])];
+
+/** mmdebstrap's arguments: the base system's, with a variant's packages included. */
+function mmdebstrapArgs(variant?: GuestVariant): string[] {
+  if (!variant) return MMDEBSTRAP;
+  return [...MMDEBSTRAP.slice(0, -1), `--include=${variant.packages.join(',')}`, ...MMDEBSTRAP.slice(-1)];
+}
+
+/** A variant's cache folders are named apart, so that neither drops the other's as stale. */
+const prefixOf = (variant?: GuestVariant) => (variant ? `mesh-host-${variant.name}-guest-` : PREFIX);
+
+export function guestSystemPath(cache: string, variant?: GuestVariant): string {
+  // The base system's inputs, as they were before variants: its key is unchanged by them.
+  const inputs = { FORMAT, MMDEBSTRAP, SOURCES, STUB, MODULES, RDINIT: RDINIT(MODULES), ...(variant ? { variant } : {}) };
+  return join(cache, `${prefixOf(variant)}${createHash('sha256').update(JSON.stringify(inputs)).digest('hex').slice(0, 16)}`);
 }
 
 function run(command: string, args: string[], what: string, timeout = 900_000): string {
@@ -187,9 +213,9 @@ function unpackedKernel(vmlinuz: string): Buffer {
   return elf;
 }
 
-function makeSystem(making: string): void {
+function makeSystem(making: string, variant?: GuestVariant): void {
   const tree = join(making, 'tree');
-  run('mmdebstrap', [...MMDEBSTRAP, tree, ...SOURCES], 'mmdebstrap of the guest');
+  run('mmdebstrap', [...mmdebstrapArgs(variant), tree, ...SOURCES], 'mmdebstrap of the guest');
   const debs = readdirSync(join(tree, KERNEL_DEB_DIR)).filter((name) => name.endsWith('.deb'));
   if (debs.length !== 1) throw new Error(`the guest's kernel package was not downloaded (found: ${debs.join(', ') || 'nothing'})`);
   const kernelTree = join(making, 'kernel');
@@ -199,7 +225,7 @@ function makeSystem(making: string): void {
   if (!vmlinuz) throw new Error(`the guest's kernel package holds no vmlinuz: ${debs[0]}`);
   writeFileSync(join(making, 'vmlinux'), unpackedKernel(join(kernelTree, 'boot', vmlinuz)));
   const byName = modulesByName(join(kernelTree, 'lib/modules'));
-  initramfs(join(making, 'initrd.img'), join(tree, 'bin/busybox'), moduleOrder(MODULES, byName).map((name) => ({ name, file: byName.get(name)! })));
+  initramfs(join(making, 'initrd.img'), join(tree, 'bin/busybox'), moduleOrder(modulesOf(variant), byName).map((name) => ({ name, file: byName.get(name)! })));
   rmSync(kernelTree, { recursive: true, force: true });
   writeFileSync(join(tree, 'sbin/mesh-guest-init'), STUB, { mode: 0o755 });
   for (const dir of ['data', 'opt/mesh']) mkdirSync(join(tree, dir), { recursive: true });
@@ -212,8 +238,8 @@ function makeSystem(making: string): void {
  * Debian's packages are fetched). A half-made one is never kept; others of older inputs unused for a
  * day are removed.
  */
-export function guestSystem(cache: string): GuestSystem {
-  const dir = guestSystemPath(cache);
+export function guestSystem(cache: string, variant?: GuestVariant): GuestSystem {
+  const dir = guestSystemPath(cache, variant);
   const system = { kernel: join(dir, 'vmlinux'), initrd: join(dir, 'initrd.img'), system: join(dir, 'system.img') };
   const ready = () => {
     if (!existsSync(system.system)) return false;
@@ -227,13 +253,13 @@ export function guestSystem(cache: string): GuestSystem {
     rmSync(making, { recursive: true, force: true });
     mkdirSync(making, { recursive: true });
     try {
-      makeSystem(making);
+      makeSystem(making, variant);
     } catch (err) {
       rmSync(making, { recursive: true, force: true });
       throw err;
     }
     renameSync(making, dir);
-    dropStaleBuilds(PREFIX, dir, cache);
+    dropStaleBuilds(prefixOf(variant), dir, cache);
     return system;
   });
 }
