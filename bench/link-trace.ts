@@ -18,7 +18,7 @@ const STRETCHES: Array<[Instant, Instant, string]> = [
   ['verified', 'kept', 'the lifecycle takes the delivery and begins to write `declared.json` (off the event loop)'],
   ['kept', 'worker', 'the worker started, the event loop let go once'],
   ['worker', 'locked', 'the lock taken, the store of the last run checked and used again'],
-  ['locked', 'source', 'the kept declaration read again and its digest compared'],
+  ['locked', 'source', 'the pause checked under the lock, then the declaration the intake checked taken as it is (a reconcile reads the kept one again)'],
   ['source', 'planned', 'the gate and the plan: 101 resources looked at (lstat, read, compare)'],
   ['planned', 'applied', 'the apply (nothing to change: it does not wait for `declared.json`, which only a change would)'],
   ['applied', 'reported', "the report made (the links' facts)"],
