@@ -98,12 +98,19 @@ export async function readMeshTrust(nc: NatsConnection, dir: string | undefined)
   return records.length === 0 ? undefined : checkChain(records, held.length >= local.length ? `the bucket ${TRUST_BUCKET}` : dir!);
 }
 
-/** Puts a version under its own key, only if no version is there: two rotations at once never both win. */
+/**
+ * Puts a version under its own key, only if no version is there: two rotations at once never both win.
+ * A version already there with the very same bytes is no conflict: two commands bringing the bucket level
+ * with one mesh directory at once (two bundles made side by side on a new mesh) publish the same record.
+ */
 export async function publishVersion(nc: NatsConnection, version: number, record: TrustRecord): Promise<void> {
   const kv = await trustBucket(nc);
+  const bytes = JSON.stringify(record);
   try {
-    await kv.create(trustKey(version), JSON.stringify(record));
+    await kv.create(trustKey(version), bytes);
   } catch (err) {
+    const there = await kv.get(trustKey(version));
+    if (there?.operation === 'PUT' && there.string() === bytes) return;
     throw refused(`trust version ${version} could not be published: ${(err as Error).message} (another rotation made it first? meshctl trust show)`);
   }
 }
