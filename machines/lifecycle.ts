@@ -1,5 +1,4 @@
 import { assign, fromCallback, fromPromise, not, raise, setup, type ActorRefFrom } from 'xstate';
-import { markOf } from '../src/core/declaration/order.js';
 import { deliveryRefusal, givenBack, pauseFrom, queued, retriedAtStart } from './lifecycle-queue.js';
 import type { PauseOrder } from './pause.js';
 import type { DeferredLock, Delivery, Ending, LifecycleContext, LifecycleEvent, LifecycleInput, LoadedStore, Mode, Refused, ReportRef, Work, WorkerOutput } from './lifecycle-types.js';
@@ -105,9 +104,10 @@ export const lifecycleMachine = setup({
     writeKept: (_, _params: { delivery: Delivery }) => {},
     /** Effect: said that the value read is the one kept and applied. */
     sayAlreadyKept: (_, _params: { delivery: Delivery }) => {},
+    /** The delivery's mark is what is kept: the delivery without the key's revision and the declaration it carries. */
     keep: assign(({ context }, params: { delivery: Delivery }) => {
-      const { revision, digest } = params.delivery;
-      return { kept: markOf(params.delivery), keyValue: revision === undefined ? context.keyValue : { revision, digest } };
+      const { revision, checked: _checked, ...kept } = params.delivery;
+      return { kept, keyValue: revision === undefined ? context.keyValue : { revision, digest: kept.digest } };
     }),
     /** Newest wins: an accepted delivery is never older than what is pending, so it takes the slot. */
     enqueueDelivery: assign({ pending: (_, params: { delivery: Delivery }) => ({ kind: 'delivery' as const, delivery: params.delivery }) }),
