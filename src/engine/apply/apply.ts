@@ -104,7 +104,10 @@ export async function applyDeclaration(env: HostEnv, request: ApplyRequest): Pro
     // not wait for it here: its write goes to the disk beside the report's and the head's, which wait for it.
     const kept = request.touchAfter && untilKept(request.touchAfter);
     const touches = touchesMachine(planned);
-    const readOnly = await readOnlyRefusal([...(touches ? [{ what: 'the root', path: env.root }] : []), { what: 'the state directory', path: env.stateDir }]);
+    // Asked only of a plan that touches the machine: a no-op writes the state directory alone, whose
+    // write says EROFS itself, and the check's call would wait in the thread pool behind the kept
+    // declaration's fsync on every delivery.
+    const readOnly = touches ? await readOnlyRefusal([{ what: 'the root', path: env.root }, { what: 'the state directory', path: env.stateDir }]) : undefined;
     if (readOnly) return refusedBy(readOnly);
     if (touches && kept) {
       const unkept = await kept;
