@@ -31,16 +31,23 @@ export interface BootReading {
 }
 
 /**
+ * The boot clock's reading, or the teller's way to read it: read only for a pause that carries its end by
+ * the boot clock, so that a host with no timed pause never asks (a daemon asks on every delivery).
+ */
+export type BootReader = BootReading | (() => BootReading);
+
+/**
  * How long until the pause's end, by the boot clock when the pause was asked in this boot, else by the
  * wall clock (after a reboot there is nothing else: a step made while the machine was down moves the end).
  */
-function msLeft(until: string, ends: BootReading | undefined, nowMs: number, boot: BootReading | undefined): number {
+function msLeft(until: string, ends: BootReading | undefined, nowMs: number, reader: BootReader | undefined): number {
+  const boot = ends && (typeof reader === 'function' ? reader() : reader);
   if (ends && boot && ends.bootId === boot.bootId) return ends.ms - boot.ms;
   return Date.parse(until) - nowMs;
 }
 
 /** The pause as it stands at nowMs (and the boot clock's reading, when the teller has one): none when there is none or its end has passed. */
-export function pauseAt(pause: Pause | undefined | null, nowMs: number, boot?: BootReading): Pause | null {
+export function pauseAt(pause: Pause | undefined | null, nowMs: number, boot?: BootReader): Pause | null {
   if (!pause) return null;
   if (pause.until !== undefined && msLeft(pause.until, pause.ends, nowMs, boot) <= 0) return null;
   return pause;
@@ -53,7 +60,7 @@ export interface PauseOrder {
 }
 
 /** The order for the pause standing at nowMs, or undefined when none stands. */
-export function pauseOrderAt(pause: Pause | undefined | null, nowMs: number, boot?: BootReading): PauseOrder | undefined {
+export function pauseOrderAt(pause: Pause | undefined | null, nowMs: number, boot?: BootReader): PauseOrder | undefined {
   const standing = pauseAt(pause, nowMs, boot);
   if (!standing) return undefined;
   return { pause: standing, ...(standing.until === undefined ? {} : { endsInMs: msLeft(standing.until, standing.ends, nowMs, boot) }) };

@@ -77,7 +77,7 @@ function loadStoreActor(parts: DaemonParts) {
     return parts.store.run('start', async (s) => {
       const { mode, lastApplied, genesisDigest, pause, lastOutcome } = s.state;
       const nowMs = parts.options.clock.now().getTime();
-      const paused = pauseOrderAt(pause, nowMs, parts.options.clock.boot());
+      const paused = pauseOrderAt(pause, nowMs, parts.options.clock.boot);
       const deferred = deferredLocks(s.state.records, nowMs);
       const kept = await parts.kept.mark(config);
       const keyValue = parts.kept.revision();

@@ -1,4 +1,4 @@
-import { pauseAt, type BootReading, type Pause } from '../../../machines/pause.js';
+import { pauseAt, type BootReader, type Pause } from '../../../machines/pause.js';
 import { keptFoundFirewalls } from '../../machine/filters/filter-kept.js';
 import type { StoreState } from '../../core/store/state.js';
 import type { SavedHead } from '../../core/store/peek.js';
@@ -9,7 +9,7 @@ import type { Fault } from '../../core/system/errors.js';
  * What `meshctl status` is answered: the store's head as saved (read without the lock: it is renamed
  * whole), the newest declaration the host holds (kept: applied, or waiting to be), and the lifecycle's state.
  */
-export function statusOf(saved: SavedHead | undefined, node: string, lifecycle: { state: unknown; kept: Mark | undefined; trust?: { version: number | undefined; refusal: string | undefined } }, nowMs: number, boot?: BootReading) {
+export function statusOf(saved: SavedHead | undefined, node: string, lifecycle: { state: unknown; kept: Mark | undefined; trust?: { version: number | undefined; refusal: string | undefined } }, nowMs: number, boot?: BootReader) {
   const state: SavedHead = saved ?? {};
   return {
     node,

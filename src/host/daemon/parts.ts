@@ -98,7 +98,7 @@ export async function daemonParts(options: DaemonOptions): Promise<DaemonParts> 
   const stateDirProbe = new StateDirProbe(paths.stateDir, () => link.beatNow());
   let actor: LifecycleActor | undefined;
   const lifecycle = { send: (event: LifecycleEvent) => actor?.send(event), state: () => actor?.getSnapshot().value, kept: () => actor?.getSnapshot().context.kept };
-  const status = () => statusOf(store.peek().head, now.config.node, { state: lifecycle.state(), kept: lifecycle.kept(), trust: { version: trust.version(), refusal: trustFollow.refusal } }, clock.now().getTime(), clock.boot());
+  const status = () => statusOf(store.peek().head, now.config.node, { state: lifecycle.state(), kept: lifecycle.kept(), trust: { version: trust.version(), refusal: trustFollow.refusal } }, clock.now().getTime(), clock.boot);
   const metrics = await startDaemonMetrics(config, { outboxWaiting: () => outbox.pending().length, lastReport: lastReportOf(store, clock), refusals: () => store.peek().head?.refusals ?? {}, linkUp: () => now.linkUp, now: () => clock.now().getTime() }, log);
   const trust = new HeldTrust(paths.stateDir, config.publicKey);
   const trustFollow = new TrustFollow({ trust: () => trust, log, clock, everyMs: config.rereadMs ?? 60_000 });

@@ -12,7 +12,7 @@ import { watchFolder } from './folder-watch.js';
 export function watchPause(stateDir: string, head: () => SavedHead | undefined, clock: Clock, log: Logger, tell: (order: PauseOrder | undefined) => void): () => void {
   let last: string | undefined;
   return watchFolder(stateDir, clock, log, 'the state directory', () => {
-    const order = pauseOrderAt(head()?.pause as Pause | undefined, clock.now().getTime(), clock.boot());
+    const order = pauseOrderAt(head()?.pause as Pause | undefined, clock.now().getTime(), clock.boot);
     const key = JSON.stringify(order?.pause ?? null);
     if (key === last) return;
     last = key;

@@ -43,7 +43,7 @@ export async function runWork(deps: WorkerDeps, store: Store, work: Work): Promi
     return outputOf(store);
   }
   // The store is the pause's truth, read under the lock: a pause saved as this apply began holds it off.
-  const paused = pauseOrderAt(store.state.pause, deps.clock.now().getTime(), deps.clock.boot());
+  const paused = pauseOrderAt(store.state.pause, deps.clock.now().getTime(), deps.clock.boot);
   if (paused) return { ...outputOf(store), paused };
   // A pause that ended by itself goes with this apply's save.
   if (store.state.pause) store.updateHead((s) => delete s.pause);
