@@ -35,6 +35,7 @@ describe('a container in the declaration', () => {
     ['a port not of the form', { ports: ['localhost:80:80'] }, '/resources/1/ports/0', /./],
     ['a restart policy unknown', { restart: 'sometimes' }, '/resources/1/restart', /./],
     ['a name kept for originals', { name: 'web.mesh-original' }, '/resources/1/name', /kept for taken originals/],
+    ['a name kept for replacements being made', { name: 'web.mesh-next' }, '/resources/1/name', /kept for replacements being made/],
     ['a restartOn naming nothing', { restartOn: ['nothing'] }, '/resources/1/restartOn/0', /names no declared file or archive/],
   ];
   it.each(cases)('%s refuses the whole declaration, naming its JSON path', async (_what, extra, path, message) => {

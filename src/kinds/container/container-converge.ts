@@ -1,5 +1,5 @@
 import type { ContainerResource } from '../../core/declaration/schema.js';
-import { ORIGINAL_SUFFIX } from './container-spec.js';
+import { ORIGINAL_SUFFIX, PREPARED_SUFFIX } from './container-spec.js';
 import { foundVerdict, HELD_REASON } from '../../engine/converge/ownership.js';
 import { checkedOf, type Checked, type ConvergeContext } from '../../engine/converge/handler-types.js';
 import { CREATE, HOLD, type Change } from '../../engine/converge/changes.js';
@@ -12,14 +12,19 @@ import { gateOf, lockSaid, restartDue, type Gate } from '../../engine/inhibit/de
 import { openEnv } from './sealed-env.js';
 import { createRequest, DEFAULT_STOP_TIMEOUT_S, digestsOf, fieldsThatDiffer, LABEL, specOf, type Spec } from './engine-request.js';
 
-/** What a check decided to do to one declared container; the apply carries out the same. */
-type Decision =
-  | { kind: 'none' }
+/**
+ * What a check decided to do to one declared container; the apply carries out the same. `leftovers` are
+ * the resource's other containers (a replacement's cut short before the one it replaced was removed).
+ */
+type Decision = (
+  | { kind: 'none'; current: Listed }
   | { kind: 'start' | 'stop'; current: Listed }
   | { kind: 'restart'; current: Listed; because: string[] }
   | { kind: 'replace'; current: Listed; fields: string[] }
+  | { kind: 'rename'; current: Listed; run?: 'start' | 'stop' }
   | { kind: 'create'; found?: { original: OriginalContainer; running: boolean } }
-  | { kind: 'hold' };
+  | { kind: 'hold' }
+) & { leftovers?: Listed[] };
 
 /** A volume's host path inside the state directory would hand the host's own records to a container. */
 export function volumeProblem(r: ContainerResource, stateDir: string): string | undefined {
@@ -27,22 +32,39 @@ export function volumeProblem(r: ContainerResource, stateDir: string): string | 
   return inside ? `volume '${inside}' lies inside the state directory ${stateDir}` : undefined;
 }
 
+/**
+ * Of the resource's containers, the one the declaration is converged from: the one under the declared
+ * name, else the newest made (a replacement whose predecessor was removed before it was renamed).
+ */
+function currentOf(owned: Listed[], name: string): Listed | undefined {
+  return owned.find((c) => c.name === name) ?? owned.find((c) => c.name === `${name}${PREPARED_SUFFIX}`) ?? owned[0];
+}
+
 async function decide(r: ContainerResource, spec: Spec, env: ContainerEnv, run: ContainerRun, ctx: ConvergeContext): Promise<Decision> {
-  const current = run.owned.get(r.id)?.[0];
+  const owned = run.owned.get(r.id) ?? [];
+  const current = currentOf(owned, r.name);
   if (current) {
-    const digests = digestsOf(spec);
-    if (current.labels[LABEL.spec] !== digests.spec || current.name !== r.name) {
-      return { kind: 'replace', current, fields: fieldsThatDiffer(current.labels[LABEL.fields], digests.fields) };
-    }
-    if (r.state === 'stopped') return isUp(current) ? { kind: 'stop', current } : { kind: 'none' };
-    if (!isUp(current)) return { kind: 'start', current };
-    const because = restartDue(r.restartOn, ctx.changed, ctx.store.state.records[r.id]?.deferred);
-    return because.length > 0 ? { kind: 'restart', current, because } : { kind: 'none' };
+    const others = owned.filter((c) => c.id !== current.id);
+    const leftovers = others.length > 0 ? { leftovers: others } : {};
+    return { ...decideOn(current, r, spec, ctx), ...leftovers };
   }
   const found = await foundUnder(r.name, env, run);
   if (!found) return { kind: 'create' };
   if (foundVerdict(r, ctx) === 'hold') return { kind: 'hold' };
   return { kind: 'create', found: { original: { kind: 'container', id: found.id, name: r.name, aside: `${r.name}${ORIGINAL_SUFFIX}`, running: found.running }, running: found.running } };
+}
+
+/** The decision for the container there is: its spec, its name, whether it runs, whether a change asks a restart. */
+function decideOn(current: Listed, r: ContainerResource, spec: Spec, ctx: ConvergeContext): Decision {
+  const digests = digestsOf(spec);
+  if (current.labels[LABEL.spec] !== digests.spec) return { kind: 'replace', current, fields: fieldsThatDiffer(current.labels[LABEL.fields], digests.fields) };
+  const wanted = r.state === 'stopped' ? (isUp(current) ? 'stop' : undefined) : isUp(current) ? undefined : 'start';
+  // The declared spec under another name: a replacement made, its predecessor gone, the rename not yet made.
+  if (current.name !== r.name) return { kind: 'rename', current, ...(wanted ? { run: wanted } : {}) };
+  if (wanted) return { kind: wanted, current };
+  if (r.state === 'stopped') return { kind: 'none', current };
+  const because = restartDue(r.restartOn, ctx.changed, ctx.store.state.records[r.id]?.deferred);
+  return because.length > 0 ? { kind: 'restart', current, because } : { kind: 'none', current };
 }
 
 /**
@@ -58,6 +80,11 @@ async function foundUnder(name: string, env: ContainerEnv, run: ContainerRun): P
 }
 
 function changesOf(d: Decision, image: Change | undefined, r: ContainerResource): Change[] {
+  const tidy = (d.leftovers ?? []).map((c): Change => ({ kind: 'remove-leftover', name: c.name }));
+  return [...tidy, ...stepChangesOf(d, image, r)];
+}
+
+function stepChangesOf(d: Decision, image: Change | undefined, r: ContainerResource): Change[] {
   const bring = image ? [image] : [];
   const run: Change[] = r.state === 'running' ? [{ kind: 'start' }] : [];
   switch (d.kind) {
@@ -72,6 +99,8 @@ function changesOf(d: Decision, image: Change | undefined, r: ContainerResource)
       return [{ kind: 'restart', because: d.because }];
     case 'replace':
       return [...bring, { kind: 'replace', fields: d.fields }, ...run];
+    case 'rename':
+      return [{ kind: 'rename', from: d.current.name, to: r.name }, ...(d.run ? [{ kind: d.run }] : [])];
     case 'create':
       return [...(d.found ? [{ kind: 'take' as const, aside: d.found.original.aside }] : []), ...bring, CREATE, ...run];
   }
@@ -89,8 +118,8 @@ export async function convergeContainer(r: ContainerResource, ctx: ConvergeConte
   const image = d.kind === 'create' || d.kind === 'replace' ? await imageAction(run.engine, r.image) : undefined;
   const changes = changesOf(d, image, r);
   if (d.kind === 'hold') return checked('hold', changes, { detail: HELD_REASON });
-  if (d.kind === 'none') {
-    const current = run.owned.get(r.id)![0]!;
+  if (d.kind === 'none' && !d.leftovers) {
+    const current = d.current;
     const record = ctx.store.state.records[r.id];
     // Made by an apply cut short before its save, or recorded otherwise (or keeping a wait no longer due): the apply records it as it is.
     const fresh = record?.type === 'container' && record.container?.id === current.id && record.container.spec === current.labels[LABEL.spec] && record.deferred === undefined;
@@ -126,10 +155,13 @@ function recordOf(r: ContainerResource, ctx: ConvergeContext, id: string, spec: 
   };
 }
 
-async function carryOut(d: Exclude<Decision, { kind: 'none' | 'hold' }>, r: ContainerResource, spec: Spec, ctx: ConvergeContext, env: ContainerEnv, run: ContainerRun): Promise<void> {
+async function carryOut(d: Exclude<Decision, { kind: 'hold' }>, r: ContainerResource, spec: Spec, ctx: ConvergeContext, env: ContainerEnv, run: ContainerRun): Promise<void> {
   const { engine } = run;
   const timeout = r.stopTimeout ?? DEFAULT_STOP_TIMEOUT_S;
   const before = ctx.store.state.records[r.id];
+  for (const leftover of d.leftovers ?? []) await engine.remove(leftover.id);
+  if (d.kind === 'none') return void ctx.store.record(recordOf(r, ctx, d.current.id, d.current.labels[LABEL.spec]!, before));
+  if (d.kind === 'rename') return renameMade(d, r, ctx, env, run);
   if (d.kind === 'stop') {
     await engine.stop(d.current.id, timeout);
     // A restart that waited is no longer due once the container is declared stopped.
@@ -152,19 +184,33 @@ async function carryOut(d: Exclude<Decision, { kind: 'none' | 'hold' }>, r: Cont
     ctx.store.record({ ...recordOf(r, ctx, '', '', before, original) });
   }
   await ensureImage(engine, r.image, archivesOf(env));
+  const request = createRequest(env.node, r, spec, engineImage(r.image), specOf(r).env);
+  let id: string;
   if (d.kind === 'replace') {
+    // The replacement is made under another name while the container it replaces still runs: a create the
+    // engine refuses, or a power cut before the swap, leaves the old one; a cut after it, the new one.
+    id = await engine.create({ ...request, name: `${r.name}${PREPARED_SUFFIX}` });
     await engine.stop(d.current.id, timeout);
     await engine.remove(d.current.id);
+    await engine.rename(id, r.name);
+  } else {
+    id = await engine.create(request);
   }
-  // Every container of this resource but the one replaced (a leftover of a crash) goes too.
-  for (const extra of (run.owned.get(r.id) ?? []).slice(1)) await engine.remove(extra.id);
-  const request = createRequest(env.node, r, spec, engineImage(r.image), specOf(r).env);
-  const id = await engine.create(request);
   ctx.store.record(recordOf(r, ctx, id, request.labels[LABEL.spec]!, before, original));
   if (r.state === 'running') {
     await engine.start(id);
     await watch(r, id, d.kind === 'replace' ? 'replacement' : 'start', env, run);
   }
+}
+
+/** A replacement made before a cut, its predecessor gone: given the declared name, then run as declared. */
+async function renameMade(d: Extract<Decision, { kind: 'rename' }>, r: ContainerResource, ctx: ConvergeContext, env: ContainerEnv, run: ContainerRun): Promise<void> {
+  await run.engine.rename(d.current.id, r.name);
+  ctx.store.record(recordOf(r, ctx, d.current.id, d.current.labels[LABEL.spec]!, ctx.store.state.records[r.id]));
+  if (d.run === 'stop') await run.engine.stop(d.current.id, r.stopTimeout ?? DEFAULT_STOP_TIMEOUT_S);
+  if (d.run !== 'start') return;
+  await run.engine.start(d.current.id);
+  await watch(r, d.current.id, 'start', env, run);
 }
 
 /** The first look, right after the action; the second comes once every step is done (verify). */

@@ -13,6 +13,12 @@ const DIGEST_REF = /^[a-z0-9][a-z0-9._-]*(:[0-9]{1,5})?(\/[a-z0-9][a-z0-9._-]*)*
 /** The suffix a taken container's original is renamed with: no declared container may carry it. */
 export const ORIGINAL_SUFFIX = '.mesh-original';
 
+/**
+ * The suffix a replacement is created under while the container it replaces still runs: no declared
+ * container may carry it either.
+ */
+export const PREPARED_SUFFIX = '.mesh-next';
+
 /** What the schema cannot say of a container: the image's digest, normal volume paths, secrets named in env. */
 function containerProblems(r: ContainerResource, at: string): Problem[] {
   const problems: Problem[] = [];
@@ -25,6 +31,7 @@ function containerProblems(r: ContainerResource, at: string): Problem[] {
     });
   }
   if (r.name.endsWith(ORIGINAL_SUFFIX)) problems.push({ path: `${at}/name`, message: `a name ending in '${ORIGINAL_SUFFIX}' is kept for taken originals` });
+  if (r.name.endsWith(PREPARED_SUFFIX)) problems.push({ path: `${at}/name`, message: `a name ending in '${PREPARED_SUFFIX}' is kept for replacements being made` });
   (r.volumes ?? []).forEach((volume, j) => {
     const [host, inside] = volume.split(':') as [string, string];
     const why = pathProblem(host) ?? pathProblem(inside);
@@ -43,11 +50,18 @@ function containerProblems(r: ContainerResource, at: string): Problem[] {
 /** What a container's step changes beyond what every kind may: its image brought into the engine. */
 export type ContainerChange =
   /** An image brought into the container engine: pulled by its digest, or loaded from an archive of the mesh. */
-  { kind: 'pull'; ref: string } | { kind: 'load'; object: string };
+  | { kind: 'pull'; ref: string }
+  | { kind: 'load'; object: string }
+  /** A replacement made before an apply was cut short, given the declared name (it holds the declared spec). */
+  | { kind: 'rename'; from: string; to: string }
+  /** A container of this resource besides the one kept (a replacement's cut short): removed. */
+  | { kind: 'remove-leftover'; name: string };
 
 export const CONTAINER_WORDS: WordsOf<ContainerChange> = {
   pull: (change) => `pull ${change.ref}`,
   load: (change) => `load object ${change.object}`,
+  rename: (change) => `rename ${change.from} → ${change.to}`,
+  'remove-leftover': (change) => `remove the leftover ${change.name}`,
 };
 
 /** A container found under the declared name: renamed aside and stopped, given its name back on removal. */
