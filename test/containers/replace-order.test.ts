@@ -61,4 +61,20 @@ describe.skipIf(skip)(`a container's replacement is made before the one it repla
     expect(await everyContainer(scene)).toEqual(['web running']);
     expect(scene.host.env.store.state.records.web).toMatchObject({ container: { id: made } });
   });
+
+  it('each change of a replacement is made durable before the next: the engine\'s storage synced after the creation, the removal and the rename', async () => {
+    await scene.report([container({ ref }, { env: { MODE: 'one' } })]);
+    const calls: string[] = [];
+    const engine = scene.engine as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    for (const call of ['create', 'stop', 'remove', 'rename', 'start']) {
+      const real = engine[call]!.bind(engine);
+      engine[call] = (...args: unknown[]) => (calls.push(call), real(...args));
+    }
+    scene.onSync = (path) => calls.push(`sync ${path}`);
+    const report = await scene.report([container({ ref }, { env: { MODE: 'two' } })]);
+    for (const call of ['create', 'stop', 'remove', 'rename', 'start']) delete engine[call];
+    expect(report.outcome, JSON.stringify(report)).toBe('converged');
+    const root = (await scene.podman.podman(['info', '--format', '{{.Store.GraphRoot}}'])).stdout.trim();
+    expect(calls).toEqual(['create', `sync ${root}`, 'stop', 'remove', `sync ${root}`, 'rename', `sync ${root}`, 'start']);
+  });
 });

@@ -29,6 +29,8 @@ export interface Scene {
   inspect(name: string, format: string): Promise<string>;
   /** This test's applies pause this long before the second look (PAUSE_MS unless set). */
   setPause(ms: number): void;
+  /** Told each sync of the engine's storage the handler asks (the engine's storage is in its own machine here, where no sync of this one reaches). */
+  onSync?: (path: string) => void;
 }
 
 export const PAUSE_MS = 1000;
@@ -62,6 +64,7 @@ export function useContainerScene(): Scene {
       pauseMs,
       archiveLimits: DEFAULT_ARCHIVE_LIMITS,
       objects: () => scene.objects,
+      syncFileSystem: async (path: string) => scene.onSync?.(path),
     }),
   });
   beforeEach(() => {
@@ -70,6 +73,7 @@ export function useContainerScene(): Scene {
     scene.host = host;
     scene.engine.listings = 0;
     delete scene.objects;
+    delete scene.onSync;
   });
   afterEach(async () => {
     scene.host?.cleanup();

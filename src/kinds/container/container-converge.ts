@@ -189,13 +189,17 @@ async function carryOut(d: Exclude<Decision, { kind: 'hold' }>, r: ContainerReso
   if (d.kind === 'replace') {
     // The replacement is made under another name while the container it replaces still runs: a create the
     // engine refuses, or a power cut before the swap, leaves the old one; a cut after it, the new one.
+    // Each change is made durable before the next: the engine's own storage survives a cut between them.
     id = await engine.create({ ...request, name: `${r.name}${PREPARED_SUFFIX}` });
+    await run.durable();
     await engine.stop(d.current.id, timeout);
     await engine.remove(d.current.id);
+    await run.durable();
     await engine.rename(id, r.name);
   } else {
     id = await engine.create(request);
   }
+  await run.durable();
   ctx.store.record(recordOf(r, ctx, id, request.labels[LABEL.spec]!, before, original));
   if (r.state === 'running') {
     await engine.start(id);
@@ -206,6 +210,7 @@ async function carryOut(d: Exclude<Decision, { kind: 'hold' }>, r: ContainerReso
 /** A replacement made before a cut, its predecessor gone: given the declared name, then run as declared. */
 async function renameMade(d: Extract<Decision, { kind: 'rename' }>, r: ContainerResource, ctx: ConvergeContext, env: ContainerEnv, run: ContainerRun): Promise<void> {
   await run.engine.rename(d.current.id, r.name);
+  await run.durable();
   ctx.store.record(recordOf(r, ctx, d.current.id, d.current.labels[LABEL.spec]!, ctx.store.state.records[r.id]));
   if (d.run === 'stop') await run.engine.stop(d.current.id, r.stopTimeout ?? DEFAULT_STOP_TIMEOUT_S);
   if (d.run !== 'start') return;

@@ -4,7 +4,7 @@ import { REMOVE, type Change } from '../../engine/converge/changes.js';
 import type { ResourceRecord } from '../../core/store/state.js';
 import { convergeContainer } from './container-converge.js';
 import { secondLook } from './look.js';
-import { isUp, listOwned, type ContainerEnv, type ContainerRun } from './container-run.js';
+import { engineDurable, isUp, listOwned, type ContainerEnv, type ContainerRun } from './container-run.js';
 import { CONTAINER_SHAPE, DEFAULT_STOP_TIMEOUT_S } from './engine-request.js';
 
 /**
@@ -27,7 +27,7 @@ export function containerHandler(env: ContainerEnv): ResourceHandler<ContainerRe
     async prepare(_resources, _removing, ctx) {
       try {
         const engine = await env.engine();
-        runs.set(ctx, { engine, owned: await listOwned(engine, env.node), watched: [] });
+        runs.set(ctx, { engine, owned: await listOwned(engine, env.node), watched: [], durable: engineDurable(engine, env) });
         return undefined;
       } catch (err) {
         return `containers are declared or recorded, but the container engine cannot be reached: ${(err as Error).message}`;

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import type { CommandRunner } from '../../core/system/runner.js';
 import { DEFAULT_ARCHIVE_LIMITS } from '../../core/config/archive-limits.js';
 import { DEFAULTS } from '../../core/config/config.js';
 import { lazyHandler } from '../../engine/converge/handler-types.js';
@@ -15,6 +17,18 @@ function watchHostContainers(input: KindWatchInput): Watcher | undefined {
   return watchContainers({ events: input.containerEvents, label: `mesh-host.node=${input.node}`, onFound: input.onFound, log: input.log });
 }
 
+/**
+ * `sync -f PATH` (syncfs) of the engine's storage, when it lies on this machine: an engine reached over a
+ * socket from another machine or container keeps its storage where this host cannot sync it.
+ */
+function syncFileSystemWith(runner: CommandRunner): (path: string) => Promise<void> {
+  return async (path) => {
+    if (!existsSync(path)) return;
+    const r = await runner.run('sync', ['-f', path]);
+    if (r.code !== 0) throw new Error(`the container engine's storage ${path} could not be synced: ${r.stderr.trim() || `sync exited ${r.code}`}`);
+  };
+}
+
 /** The containers' code loads only when an apply has containers; the engine is reached once, at the first. */
 export const containerKind: KindCode<'container'> = {
   handler: (parts) =>
@@ -28,6 +42,7 @@ export const containerKind: KindCode<'container'> = {
           pauseMs: parts.verifyPauseMs ?? DEFAULTS.verifyPauseMs,
           archiveLimits: { ...DEFAULT_ARCHIVE_LIMITS, ...parts.archiveLimits },
           objects: parts.archiveObjects ?? (() => undefined),
+          ...(parts.runner ? { syncFileSystem: syncFileSystemWith(parts.runner) } : {}),
         }),
       ),
     ),

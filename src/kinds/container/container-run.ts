@@ -19,6 +19,12 @@ export interface ContainerEnv {
   archiveLimits: ArchiveLimits;
   /** The mesh's archive store, asked at each apply; none without a link. */
   objects: () => ArchiveObjectsProvider | undefined;
+  /**
+   * Makes durable what was written to the file system holding this path (the engine's storage), when
+   * the path is on this machine: podman syncs none of its own writes, and a power cut in the minute after
+   * a container is made can leave its storage unreadable.
+   */
+  syncFileSystem?: (path: string) => Promise<void>;
 }
 
 /** Where an image archive of the mesh is fetched and checked, for one apply. */
@@ -30,6 +36,8 @@ export function archivesOf(env: ContainerEnv): ArchiveEnv {
 /** What one apply's container steps share: the engine, its one listing of the host's containers, the watched. */
 export interface ContainerRun {
   engine: ContainerEngine;
+  /** The engine's writes so far made durable (nothing without a way to sync): after each change of a replacement. */
+  durable(): Promise<void>;
   /** The host's containers by resource id, from one listing by label. */
   owned: Map<string, Listed[]>;
   watched: Watched[];
@@ -47,3 +55,14 @@ export async function listOwned(engine: ContainerEngine, node: string): Promise<
 
 /** Running, or about to be (the engine restarting it is not a stop). */
 export const isUp = (c: Pick<Listed, 'state'>) => c.state === 'running' || c.state === 'restarting';
+
+/** The run's `durable`: the engine's storage root asked once, then its file system synced at each call. */
+export function engineDurable(engine: ContainerEngine, env: Pick<ContainerEnv, 'syncFileSystem'>): () => Promise<void> {
+  const sync = env.syncFileSystem;
+  if (!sync) return async () => undefined;
+  let root: Promise<string | undefined> | undefined;
+  return async () => {
+    const path = await (root ??= engine.storageRoot());
+    if (path !== undefined) await sync(path);
+  };
+}

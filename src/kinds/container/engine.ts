@@ -66,6 +66,8 @@ export interface ContainerEngine {
   restart(id: string, timeoutS: number): Promise<void>;
   remove(id: string): Promise<void>;
   rename(id: string, name: string): Promise<void>;
+  /** Where the engine keeps its containers and images (its storage's root), when it says. */
+  storageRoot(): Promise<string | undefined>;
   /** The last lines of its log (stdout and stderr as they came). */
   logs(id: string, lines: number): Promise<string>;
   /**
@@ -179,6 +181,10 @@ export async function dockerEngine(socketPath: string): Promise<ContainerEngine>
     },
     async rename(id, name) {
       await docker.getContainer(id).rename({ name });
+    },
+    async storageRoot() {
+      const root = ((await docker.info()) as { DockerRootDir?: unknown }).DockerRootDir;
+      return typeof root === 'string' && root !== '' ? root : undefined;
     },
     async logs(id, lines) {
       return demuxLog(await docker.getContainer(id).logs({ stdout: true, stderr: true, tail: lines, follow: false }));
