@@ -30,9 +30,11 @@ const FILES = 300;
 /** How many cuts a scenario may take to land one inside its work. */
 const CUT_TRIES = 3;
 /**
- * The container replacement is the benchmark's alone: a cut in the minute after podman writes a
- * container loses what podman's own storage did not sync (its overlay's links), and podman then answers
- * no listing at all, whatever the host did; a test of it would fail on the engine, not on the host.
+ * The container replacement is the benchmark's alone: a cut inside podman's own creation of a container
+ * (before it answers, before the host can sync what it wrote) loses its overlay's links, and podman then
+ * answers no listing at all, whatever the host did; a test of it would fail on the engine now and then,
+ * not on the host. The order of the host's calls and its syncs are tested against a real podman in
+ * test/containers/replace-order.test.ts.
  */
 const BENCH_ONLY = ['container-replacement'];
 
