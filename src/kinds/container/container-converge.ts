@@ -34,7 +34,8 @@ export function volumeProblem(r: ContainerResource, stateDir: string): string | 
 
 /**
  * Of the resource's containers, the one the declaration is converged from: the one under the declared
- * name, else the newest made (a replacement whose predecessor was removed before it was renamed).
+ * name, else a replacement made under its own name (its predecessor removed before it was renamed), else
+ * the first the engine listed.
  */
 function currentOf(owned: Listed[], name: string): Listed | undefined {
   return owned.find((c) => c.name === name) ?? owned.find((c) => c.name === `${name}${PREPARED_SUFFIX}`) ?? owned[0];
