@@ -10,8 +10,8 @@ import { powerCutBench, powerCutScenarios, type PowerCutBench } from '../support
 /**
  * One power cut of each scenario in a real guest kernel (the benchmark, `npm run bench -- powercut`,
  * runs twenty a scenario): the cut falls at a random instant early in the work (an apply's counted
- * from its first intent written, a delivery's from the first put), where every one of these scenarios
- * is still writing, and must fall inside it (a cut that fell after the work is made again earlier, up to
+ * from its first intent written, a delivery's from the first put, a container's replacement from the
+ * old container's removal), where every one of these scenarios is still writing, and must fall inside it (a cut that fell after the work is made again earlier, up to
  * CUT_TRIES times, and the test says so when none fell inside). Then the guest boots
  * again and every check of the scenario must pass.
  */
@@ -29,14 +29,6 @@ const EARLY_MS = 1500;
 const FILES = 300;
 /** How many cuts a scenario may take to land one inside its work. */
 const CUT_TRIES = 3;
-/**
- * The container replacement is the benchmark's alone: a cut inside podman's own creation of a container
- * (before it answers, before the host can sync what it wrote) loses its overlay's links, and podman then
- * answers no listing at all, whatever the host did; a test of it would fail on the engine now and then,
- * not on the host. The order of the host's calls and its syncs are tested against a real podman in
- * test/containers/replace-order.test.ts.
- */
-const BENCH_ONLY = ['container-replacement'];
 
 describe.skipIf(unavailable !== undefined && !process.env.CI)('power cuts in a real guest kernel', () => {
   let dir: string;
@@ -51,7 +43,7 @@ describe.skipIf(unavailable !== undefined && !process.env.CI)('power cuts in a r
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  for (const scenario of powerCutScenarios(FILES).filter((s) => !BENCH_ONLY.includes(s.name))) {
+  for (const scenario of powerCutScenarios(FILES)) {
     it(`${scenario.name}: a cut inside the work leaves nothing lost, leaked or doubled, and the next delivery converges`, async () => {
       const prepared = await scenario.prepare(bench);
       // On a quiet machine the emulator may finish a scenario's writing before a late instant: the cut

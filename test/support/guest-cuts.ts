@@ -68,8 +68,9 @@ export interface Scenario {
   prepare(bench: PowerCutBench): Promise<string>;
   /**
    * One cut at `at` ms into the work (or at the end of the work when undefined: the clean run that
-   * measures it). With `fromWriting`, `at` counts from the first intent the store writes (an apply's
-   * first durable write), not from the start of the command.
+   * measures it). With `fromWriting`, `at` counts from the host's first durable step of the work (an
+   * apply's first intent written; a container's replacement: the old one's removal), not from the
+   * start of the command.
    */
   cut(bench: PowerCutBench, data: string, at: number | undefined, fromWriting?: boolean): Promise<CutResult & { workMs: number }>;
 }
