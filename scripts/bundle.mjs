@@ -22,6 +22,23 @@ export const APART = {
   dockerode: ['dockerode'],
 };
 
+/**
+ * Native addons that dockerode's SSH transport tries to load and does without (it is never used: the
+ * engine is reached over its socket); npm does not build them here either. Each becomes a module that
+ * fails as a missing file does. Left to a require at run time, it would be the single executable's,
+ * which loads only Node's own modules and prints a warning to every apply that declares a container.
+ */
+const absentAddons = {
+  name: 'absent-addons',
+  setup(b) {
+    b.onResolve({ filter: /\.node$/ }, (args) => ({ path: args.path, namespace: 'absent-addon' }));
+    b.onLoad({ filter: /.*/, namespace: 'absent-addon' }, (args) => ({
+      contents: `throw Object.assign(new Error(${JSON.stringify(`Cannot find module '${args.path}'`)}), { code: 'MODULE_NOT_FOUND' });`,
+      loader: 'js',
+    }));
+  },
+};
+
 const common = {
   bundle: true,
   format: 'cjs',
@@ -32,9 +49,7 @@ const common = {
   minify: true,
   keepNames: true,
   legalComments: 'none',
-  // Native addons that dockerode's SSH transport tries to load and does without (it is never used: the
-  // engine is reached over its socket); npm does not build them here either.
-  external: ['*.node'],
+  plugins: [absentAddons],
 };
 
 /**
@@ -49,7 +64,7 @@ export function programBundle({ stdin, entry, outfile, info, fault = '', apart =
     ...(stdin ? { stdin: { contents: stdin, resolveDir: resolve('.'), loader: 'js' } } : { entryPoints: [entry] }),
     outfile,
     supported: { 'dynamic-import': false },
-    plugins: apart ? [requireApart] : [],
+    plugins: [absentAddons, ...(apart ? [requireApart] : [])],
     // esbuild warns that import.meta is empty in CommonJS: its one use is for the unbundled run, which
     // the build's version (the define below) replaces.
     logLevel: 'error',

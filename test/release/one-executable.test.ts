@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { symlinkSync } from 'node:fs';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chooseProgram } from '../../src/programs/both-programs.js';
 import { releaseBuild } from '../support/releases.js';
@@ -39,6 +39,26 @@ describe('the single executable', () => {
       expect(said(executable, ['ctl', '--version'])).toMatch(/^meshctl 0\.1\.0 \(commit /);
       expect(said(join(dir.dir, 'meshctl'), ['--help'])).toMatch(/^usage: meshctl COMMAND/);
       expect(said(executable, ['--help'])).toMatch(/^usage: mesh-host COMMAND/);
+    } finally {
+      dir.cleanup();
+    }
+  }, 600_000);
+
+  it('says only its own words when a container is declared: no warning of the native addons the container client does without', () => {
+    const executable = releaseBuild('0.1.0');
+    const dir = scratch('mesh-host-one-executable-container-');
+    try {
+      const socket = join(dir.dir, 'no-engine.sock');
+      const image = { object: 'app-image', sha256: '0'.repeat(64) };
+      writeFileSync(join(dir.dir, 'host.json'), JSON.stringify({ node: 'n1', containerSocket: socket }));
+      writeFileSync(join(dir.dir, 'declaration.json'), JSON.stringify({
+        version: 1, node: 'n1', mode: 'converged', sequence: 1,
+        resources: [{ type: 'container', id: 'app', name: 'app', state: 'running', image, command: ['sh'] }],
+      }));
+      const r = spawnSync(executable, ['apply', join(dir.dir, 'declaration.json'), '--root', join(dir.dir, 'root'), '--state-dir', join(dir.dir, 'state'), '--config', join(dir.dir, 'host.json')], { encoding: 'utf8', timeout: 60_000 });
+      // The engine is absent, so the apply refuses; what it says is its refusal alone.
+      expect(r.status, r.stderr).toBe(3);
+      expect(r.stderr.trim()).toBe(`mesh-host: containers are declared or recorded, but the container engine cannot be reached: connect ENOENT ${socket}; nothing was touched`);
     } finally {
       dir.cleanup();
     }

@@ -20,7 +20,7 @@ function sourcesDigest(): string {
     }
   };
   for (const dir of ['src', 'machines']) walk(dir);
-  for (const file of ['scripts/release.mjs', 'scripts/node-binary.mjs', 'package-lock.json']) hash.update(readFileSync(join(projectDir, file)));
+  for (const file of ['scripts/release.mjs', 'scripts/bundle.mjs', 'scripts/build-info.mjs', 'scripts/node-binary.mjs', 'package-lock.json']) hash.update(readFileSync(join(projectDir, file)));
   return hash.digest('hex').slice(0, 16);
 }
 
