@@ -131,6 +131,9 @@ export function containerReplacement(): Scenario {
       const inside = guest.marked('work-end').length === 0;
       if (at === undefined) await guest.waitFor('synced', 300_000);
       await guest.cut();
+      // Where the cut fell, said beside each problem: podman's creation of the new container and the
+      // host's sync of it come before the old one's removal, the host's own steps after.
+      const where = guest.marked('host-step').length > 0 ? 'after the old container\'s removal' : 'before the old container\'s removal: in podman\'s creation of the new one, the host\'s sync of it or the old one\'s stop';
       const problems: string[] = [];
       const found: Record<string, number> = {};
       if (at === undefined && guest.marked('work-end ')[0] !== '0') problems.push(`the work itself failed: ${guest.marked('said-work-end ').join(' ')}`);
@@ -141,7 +144,7 @@ export function containerReplacement(): Scenario {
       if (converged !== '0') finding(problems, found, 'failed', `the apply after the cut ended ${converged ?? 'without a word'}: ${recovery.marked('said-converged ').join(' ')}`);
       readContainers(recovery, 'converged', true, problems, found);
       readLeaks(recovery, 'converged', problems, found);
-      return { at: Math.round(workMs), inside, problems, found, workMs };
+      return { at: Math.round(workMs), inside, problems: problems.map((p) => `${p} [the cut fell ${where}]`), found, workMs };
     },
   };
 }

@@ -30,7 +30,7 @@ export function containerHandler(env: ContainerEnv): ResourceHandler<ContainerRe
         runs.set(ctx, { engine, owned: await listOwned(engine, env.node), watched: [], durable: engineDurable(engine, env) });
         return undefined;
       } catch (err) {
-        return `containers are declared or recorded, but the container engine cannot be reached: ${(err as Error).message}`;
+        return engineRefusal(err);
       }
     },
     async verify(ctx) {
@@ -42,6 +42,16 @@ export function containerHandler(env: ContainerEnv): ResourceHandler<ContainerRe
       return { failures, said: [`second look at container${watched.length === 1 ? '' : 's'} ${watched.map((w) => w.name).join(', ')} after a pause of ${env.pauseMs} ms`, ...said] };
     },
   };
+}
+
+/**
+ * Why no container is converged when the apply's one listing fails. An engine that answered with an
+ * error (its own storage unreadable, say, after a power cut inside one of its writes) is told apart from
+ * one that cannot be reached, so that the operator looks at the engine's state rather than its socket.
+ */
+function engineRefusal(err: unknown): string {
+  const answered = typeof (err as { statusCode?: unknown }).statusCode === 'number';
+  return `containers are declared or recorded, but the container engine ${answered ? 'answered with an error' : 'cannot be reached'}: ${(err as Error).message}`;
 }
 
 /**
