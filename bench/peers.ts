@@ -23,6 +23,8 @@ const pathOf = (base: string, i: number) => `${base}/d${i % DIRS}/f${i}.conf`;
 
 interface Tool {
   name: string;
+  /** A mesh-host's own process for a phase (the arguments after node's), which valgrind can count. */
+  argv?: () => string[];
   /** Under which real directory its files land, and what it calls that place. */
   run(phase: Phase): void;
   /** The real path of file i. */
@@ -52,10 +54,12 @@ function meshHost(dir: string, n: number, checkout = project, name = 'mesh-host'
     mkdirSync(join(root, 'srv'), { recursive: true });
   };
   reset();
+  const argv = () => [join(checkout, 'bin/mesh-host'), 'apply', decl, '--root', root, '--state-dir', state, '--config', join(dir, 'host.json'), '--log-level', 'warn'];
   return {
     name,
+    argv,
     real: (i) => join(root, pathOf('/srv/bench', i)),
-    run: () => timed(process.execPath, [join(checkout, 'bin/mesh-host'), 'apply', decl, '--root', root, '--state-dir', state, '--config', join(dir, 'host.json'), '--log-level', 'warn']),
+    run: () => timed(process.execPath, argv()),
     reset,
   };
 }
@@ -208,6 +212,49 @@ export interface PeerOptions {
 }
 
 const AGAINST = 'mesh-host, PEERS_AGAINST';
+/**
+ * With PEERS_AGAINST, each build's processes are also counted by valgrind at this size and below, this many
+ * rounds: a count of instructions the machine's other work does not move, where a median of times here
+ * moved by a fifth between two runs of the same two builds. Above it valgrind takes minutes a run.
+ */
+const COUNTED_FILES = 1000;
+const COUNTED_ROUNDS = 2;
+
+/** The instructions one process takes, every thread's (valgrind's callgrind, which runs them one at a time). */
+function instructionsOf(argv: string[]): number {
+  const r = spawnSync('valgrind', ['--tool=callgrind', '--callgrind-out-file=/dev/null', process.execPath, ...argv], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  const counted = /Collected : (\d+)/.exec(r.stderr ?? '');
+  if (r.status !== 0 || !counted) throw new Error(`valgrind of ${argv.slice(0, 2).join(' ')} exited ${r.status ?? r.signal}: ${(r.stderr ?? '').slice(-600)}`);
+  return Number(counted[1]);
+}
+
+/** Each build's phases counted by valgrind, `COUNTED_ROUNDS` times, every run checked: counts by `files|phase`, then tool. */
+function countInstructions(tools: Tool[], n: number, counts: Record<string, Record<string, number[]>>): void {
+  for (let round = 0; round < COUNTED_ROUNDS; round++) {
+    for (const tool of tools) {
+      for (const phase of PHASES) {
+        if (phase === 'drift') drift(tool, n);
+        const row = (counts[`${n}|${phase}`] ??= {});
+        (row[tool.name] ??= []).push(instructionsOf(tool.argv!()));
+        check(tool, n, phase);
+      }
+      tool.reset();
+    }
+    console.error(`peers ${n}: instructions, round ${round + 1} of ${COUNTED_ROUNDS} done`);
+  }
+}
+
+/** The counts beside each other: the median of each build's runs (their range), and the ratio. */
+function instructionRows(counts: Record<string, Record<string, number[]>>): string[] {
+  const millions = (x: number) => `${(x / 1e6).toFixed(1)} M`;
+  const cell = (xs: number[] | undefined) => (xs ? `${millions(median(xs))} (${millions(Math.min(...xs))} to ${millions(Math.max(...xs))})` : '—');
+  return Object.entries(counts).map(([key, row]) => {
+    const [n, phase] = key.split('|');
+    const [mine, theirs] = [row['mesh-host'], row[AGAINST]];
+    const ratio = mine && theirs ? `${(median(mine) / median(theirs)).toFixed(3)}×` : '—';
+    return `| ${Number(n).toLocaleString('en')} ${phase} | ${cell(mine)} | ${cell(theirs)} | ${ratio} |`;
+  });
+}
 
 /** The commit a checkout is at, for the page. */
 function commitOf(dir: string): string {
@@ -219,6 +266,8 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
   const out: string[] = [];
   const rows: string[] = [];
   const figures: Record<string, Record<string, number>> = {};
+  const counts: Record<string, Record<string, number[]>> = {};
+  const counting = options.against !== undefined && has('valgrind');
   const missing: string[] = [];
   const loadBefore = loadAverage();
   if (!has('cf-agent')) missing.push('CFEngine (cf-agent)');
@@ -263,6 +312,7 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
         }
         console.error(`peers ${n}: round ${round + 1} of ${rounds} done`);
       }
+      if (counting && n <= COUNTED_FILES) countInstructions(tools.filter((t) => t.argv), n, counts);
       for (const phase of PHASES) {
         const row: Record<string, number> = {};
         for (const tool of tools) {
@@ -306,6 +356,20 @@ export async function benchPeers(options: PeerOptions): Promise<string[]> {
     '',
     ...targetLines(figures),
   );
+  if (Object.keys(counts).length > 0) {
+    out.push(
+      '',
+      '### Instructions against PEERS_AGAINST',
+      '',
+      `Each build's mesh-host process counted by valgrind (\`--tool=callgrind\`: every thread's instructions, run one at a time), the same`,
+      `trees and phases as above, ${COUNTED_ROUNDS} rounds at ${COUNTED_FILES.toLocaleString('en')} files, every run checked: a figure the machine's other work does not move.`,
+      'It counts the work, not the waits: an fsync is one call whatever the disk takes.',
+      '',
+      '| files, phase | mesh-host | mesh-host, PEERS_AGAINST | ratio |',
+      '| --- | ---: | ---: | ---: |',
+      ...instructionRows(counts),
+    );
+  }
   return out;
 }
 

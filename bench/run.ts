@@ -81,7 +81,7 @@ async function convergeSection(): Promise<string[]> {
 }
 
 function peersSection(): Promise<string[]> {
-  // PEERS_SIZES=1000 PEERS_ROUNDS=3 narrow it; PEERS_AGAINST=DIR (a built checkout) runs its mesh-host beside this one's; Puppet alone takes minutes a round at 10,000 files.
+  // PEERS_SIZES=1000 PEERS_ROUNDS=3 narrow it; PEERS_AGAINST=DIR (a built checkout) runs its mesh-host beside this one's (and, with valgrind, counts both builds' instructions at 1,000 files); Puppet alone takes minutes a round at 10,000 files.
   // A 1,000-file run is a few hundred milliseconds, where one busy moment moves a median of three; a 10,000-file
   // drift moved 1.27-1.65x the durable floor across whole runs of one build at three rounds.
   const sizes = (process.env.PEERS_SIZES ?? '1000,10000').split(',').map(Number);

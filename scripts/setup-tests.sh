@@ -10,7 +10,8 @@
 # binutils-aarch64-linux-gnu, whose strip the release's linux-arm64 executable is stripped with, and
 # qemu-user-static, which the tests run that executable under, explicitly (they neither register nor need a
 # binfmt handler; binfmt-support, its recommendation, is not installed)), then setup.sh.
-# --peers adds the tools the peer benchmark runs beside mesh-host (Puppet, CFEngine).
+# --peers adds the tools the peer benchmark runs beside mesh-host (Puppet, CFEngine), and valgrind, which
+# counts the instructions of two builds it compares (PEERS_AGAINST).
 #
 # Packages are installed with none of their services started. A service this run installed (a firewall
 # would filter this machine from its next boot) is disabled again at once; a service the machine had
@@ -28,7 +29,7 @@ for pair in ufw:ufw firewall-cmd:firewalld fail2ban-client:fail2ban iptables-leg
   need_for "$pair"
 done
 if [ "${1:-}" = "--peers" ]; then
-  for pair in puppet:puppet cf-agent:cfengine3; do need_for "$pair"; done
+  for pair in puppet:puppet cf-agent:cfengine3 valgrind:valgrind; do need_for "$pair"; done
 fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup-tests: installing ${need[*]} with their services kept from starting" >&2
