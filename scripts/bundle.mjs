@@ -64,7 +64,7 @@ export function programBundle({ stdin, entry, outfile, info, fault = '', apart =
     ...(stdin ? { stdin: { contents: stdin, resolveDir: resolve('.'), loader: 'js' } } : { entryPoints: [entry] }),
     outfile,
     supported: { 'dynamic-import': false },
-    plugins: [absentAddons, ...(apart ? [requireApart] : [])],
+    plugins: [...common.plugins, ...(apart ? [requireApart] : [])],
     // esbuild warns that import.meta is empty in CommonJS: its one use is for the unbundled run, which
     // the build's version (the define below) replaces.
     logLevel: 'error',

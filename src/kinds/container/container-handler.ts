@@ -6,6 +6,7 @@ import { convergeContainer } from './container-converge.js';
 import { secondLook } from './look.js';
 import { engineDurable, isUp, listOwned, type ContainerEnv, type ContainerRun } from './container-run.js';
 import { CONTAINER_SHAPE, DEFAULT_STOP_TIMEOUT_S } from './engine-request.js';
+import { engineStatus } from './engine.js';
 
 /**
  * Containers through the engine's API: one listing by label per apply (the no-op asks nothing more),
@@ -50,8 +51,7 @@ export function containerHandler(env: ContainerEnv): ResourceHandler<ContainerRe
  * one that cannot be reached, so that the operator looks at the engine's state rather than its socket.
  */
 function engineRefusal(err: unknown): string {
-  const answered = typeof (err as { statusCode?: unknown }).statusCode === 'number';
-  return `containers are declared or recorded, but the container engine ${answered ? 'answered with an error' : 'cannot be reached'}: ${(err as Error).message}`;
+  return `containers are declared or recorded, but the container engine ${engineStatus(err) !== undefined ? 'answered with an error' : 'cannot be reached'}: ${(err as Error).message}`;
 }
 
 /**

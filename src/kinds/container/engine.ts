@@ -82,7 +82,13 @@ function finished(modem: Dockerode['modem'], stream: NodeJS.ReadableStream): Pro
   return new Promise((resolve, reject) => modem.followProgress(stream, (err: Error | null, out: Array<Record<string, unknown>>) => (err ? reject(err) : resolve(out))));
 }
 
-const notFound = (err: unknown) => (err as { statusCode?: number }).statusCode === 404;
+/** The HTTP status the engine answered a failed request with; undefined when it did not answer (no socket, a broken connection). */
+export function engineStatus(err: unknown): number | undefined {
+  const status = (err as { statusCode?: unknown } | undefined)?.statusCode;
+  return typeof status === 'number' ? status : undefined;
+}
+
+const notFound = (err: unknown) => engineStatus(err) === 404;
 
 /** A log without a TTY comes in frames: 8 bytes (stream, 3 zero, big-endian length) and the bytes. */
 export function demuxLog(buffer: Buffer): string {
@@ -166,7 +172,7 @@ export async function dockerEngine(socketPath: string): Promise<ContainerEngine>
         await docker.getContainer(id).stop({ t: timeoutS });
       } catch (err) {
         // 304: already stopped.
-        if ((err as { statusCode?: number }).statusCode !== 304) throw err;
+        if (engineStatus(err) !== 304) throw err;
       }
     },
     async restart(id, timeoutS) {
